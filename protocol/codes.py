@@ -1,0 +1,245 @@
+"""Close-code and error-code registry.
+
+Every code says what a client should do about it: reconnect and resume the
+session, or treat it as terminal. Codes are data, so documentation, the SDK's
+reconnect decision and the server all read the same table.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Disposition(enum.Enum):
+    """What a client should do after seeing a code."""
+
+    RESUME = "resume"
+    """Reconnect (with backoff) and resume the session from the last seen seq."""
+
+    TERMINAL = "terminal"
+    """Do not retry the same thing: the session, or the request, cannot go on as it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class CloseCodeInfo:
+    """One WebSocket close code and what it means for the client."""
+
+    code: int
+    name: str
+    disposition: Disposition
+    description: str
+
+
+class CloseCode(enum.IntEnum):
+    """WebSocket close codes the server sends (and 1006, which a client observes)."""
+
+    NORMAL = 1000
+    GOING_AWAY = 1001
+    ABNORMAL = 1006
+    POLICY_VIOLATION = 1008
+    MESSAGE_TOO_BIG = 1009
+    INTERNAL_ERROR = 1011
+    SERVICE_RESTART = 1012
+    TRY_AGAIN_LATER = 1013
+    SLOW_CONSUMER = 4000
+    HANDSHAKE_TIMEOUT = 4001
+    SESSION_REPLACED = 4002
+    SESSION_MOVED = 4003
+    SESSION_CLOSED = 4004
+    FLOOD = 4005
+
+
+CLOSE_CODES: dict[int, CloseCodeInfo] = {
+    info.code: info
+    for info in (
+        CloseCodeInfo(1000, "normal", Disposition.TERMINAL, "the session ended normally"),
+        CloseCodeInfo(
+            1001, "going_away", Disposition.RESUME, "the server is shutting down; resume elsewhere"
+        ),
+        CloseCodeInfo(
+            1006,
+            "abnormal",
+            Disposition.RESUME,
+            "the connection dropped without a close frame (observed by the client, never sent)",
+        ),
+        CloseCodeInfo(
+            1008,
+            "policy_violation",
+            Disposition.TERMINAL,
+            "the client broke a protocol rule that cannot be answered in-band",
+        ),
+        CloseCodeInfo(
+            1009, "message_too_big", Disposition.TERMINAL, "a frame exceeded the size limit"
+        ),
+        CloseCodeInfo(
+            1011, "internal_error", Disposition.RESUME, "the server hit an unexpected error"
+        ),
+        CloseCodeInfo(
+            1012, "service_restart", Disposition.RESUME, "the worker is draining; resume elsewhere"
+        ),
+        CloseCodeInfo(
+            1013, "try_again_later", Disposition.RESUME, "the worker is at capacity; retry later"
+        ),
+        CloseCodeInfo(
+            4000,
+            "slow_consumer",
+            Disposition.RESUME,
+            "the client read too slowly and its outbox passed the hard bound; resume",
+        ),
+        CloseCodeInfo(
+            4001,
+            "handshake_timeout",
+            Disposition.RESUME,
+            "no session.start or session.resume arrived in time",
+        ),
+        CloseCodeInfo(
+            4002,
+            "session_replaced",
+            Disposition.TERMINAL,
+            "another connection resumed this session; this one is obsolete",
+        ),
+        CloseCodeInfo(
+            4003,
+            "session_moved",
+            Disposition.RESUME,
+            "the session is now owned by another worker; resume there",
+        ),
+        CloseCodeInfo(
+            4004,
+            "session_closed",
+            Disposition.TERMINAL,
+            "the session was closed or expired on the server",
+        ),
+        CloseCodeInfo(
+            4005, "flood", Disposition.TERMINAL, "the client sent messages faster than allowed"
+        ),
+    )
+}
+
+
+def close_disposition(code: int | None) -> Disposition:
+    """What a client should do after the connection closed with ``code``.
+
+    ``None`` (no close frame at all) and unknown codes mean the transport
+    failed, so the client should try to resume.
+    """
+    if code is None:
+        return Disposition.RESUME
+    info = CLOSE_CODES.get(code)
+    if info is not None:
+        return info.disposition
+    # 1002/1003/1007 and other protocol-level failures are the client's own bug.
+    if code in (1002, 1003, 1007, 1010):
+        return Disposition.TERMINAL
+    return Disposition.RESUME
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorCodeInfo:
+    """One in-band error code (the ``code`` field of an ``error`` event)."""
+
+    code: str
+    disposition: Disposition
+    description: str
+
+
+class ErrorCode(enum.StrEnum):
+    """In-band error codes carried by ``error`` events."""
+
+    INVALID_JSON = "invalid_json"
+    INVALID_MSGPACK = "invalid_msgpack"
+    INVALID_FRAME = "invalid_frame"
+    UNKNOWN_TYPE = "unknown_type"
+    MISSING_FIELD = "missing_field"
+    INVALID_FIELD = "invalid_field"
+    UNKNOWN_FIELD = "unknown_field"
+    NO_SESSION = "no_session"
+    SESSION_ALREADY_OPEN = "session_already_open"
+    NO_ACTIVE_RESPONSE = "no_active_response"
+    RESPONSE_IN_PROGRESS = "response_in_progress"
+    NOTHING_TO_ANSWER = "nothing_to_answer"
+    UNKNOWN_SESSION = "unknown_session"
+    INVALID_RESUME_TOKEN = "invalid_resume_token"
+    REPLAY_UNAVAILABLE = "replay_unavailable"
+    INVALID_SEQ = "invalid_seq"
+    INPUT_TOO_LONG = "input_too_long"
+    ENGINE_OVERLOADED = "engine_overloaded"
+    INTERNAL_ERROR = "internal_error"
+
+
+ERROR_CODES: dict[str, ErrorCodeInfo] = {
+    info.code: info
+    for info in (
+        ErrorCodeInfo("invalid_json", Disposition.TERMINAL, "a text frame is not valid JSON"),
+        ErrorCodeInfo(
+            "invalid_msgpack", Disposition.TERMINAL, "a binary frame is not a valid msgpack map"
+        ),
+        ErrorCodeInfo(
+            "invalid_frame",
+            Disposition.TERMINAL,
+            "a frame of the wrong kind for the negotiated encoding, or a bad audio frame header",
+        ),
+        ErrorCodeInfo("unknown_type", Disposition.TERMINAL, "the message type is not known"),
+        ErrorCodeInfo("missing_field", Disposition.TERMINAL, "a required field is missing"),
+        ErrorCodeInfo("invalid_field", Disposition.TERMINAL, "a field has the wrong type or value"),
+        ErrorCodeInfo("unknown_field", Disposition.TERMINAL, "the message has an unknown field"),
+        ErrorCodeInfo(
+            "no_session",
+            Disposition.TERMINAL,
+            "the message needs a session; send session.start or session.resume first",
+        ),
+        ErrorCodeInfo(
+            "session_already_open",
+            Disposition.TERMINAL,
+            "this connection already carries a session",
+        ),
+        ErrorCodeInfo(
+            "no_active_response",
+            Disposition.TERMINAL,
+            "there is no response to interrupt or cancel",
+        ),
+        ErrorCodeInfo(
+            "response_in_progress",
+            Disposition.TERMINAL,
+            "a response is already running; interrupt or cancel it first",
+        ),
+        ErrorCodeInfo(
+            "nothing_to_answer",
+            Disposition.TERMINAL,
+            "response.create without input while the conversation has no user turn to answer",
+        ),
+        ErrorCodeInfo(
+            "unknown_session",
+            Disposition.TERMINAL,
+            "no such session (never existed or expired); start a new one",
+        ),
+        ErrorCodeInfo(
+            "invalid_resume_token",
+            Disposition.TERMINAL,
+            "the resume token does not match; start a new session",
+        ),
+        ErrorCodeInfo(
+            "replay_unavailable",
+            Disposition.TERMINAL,
+            "events after last_seq are no longer buffered; start a new session",
+        ),
+        ErrorCodeInfo(
+            "invalid_seq", Disposition.TERMINAL, "last_seq or ack seq is ahead of the server"
+        ),
+        ErrorCodeInfo(
+            "input_too_long", Disposition.TERMINAL, "the input exceeds the session's limits"
+        ),
+        ErrorCodeInfo(
+            "engine_overloaded",
+            Disposition.RESUME,
+            "the engine queue is full; retry the request later",
+        ),
+        ErrorCodeInfo(
+            "internal_error", Disposition.RESUME, "the server failed to handle the message"
+        ),
+    )
+}
+
+assert set(ERROR_CODES) == {c.value for c in ErrorCode}, "error registry out of sync"
+assert set(CLOSE_CODES) == {c.value for c in CloseCode}, "close registry out of sync"

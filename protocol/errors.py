@@ -1,0 +1,27 @@
+"""The exception tree of the ``protocol`` package."""
+
+from __future__ import annotations
+
+from protocol.codes import ErrorCode
+
+
+class ProtocolError(Exception):
+    """Base class of every error raised by ``protocol``."""
+
+
+class ProtocolViolation(ProtocolError):
+    """A peer sent something the protocol does not allow; answered in-band."""
+
+    def __init__(self, code: ErrorCode, message: str, request_id: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+
+
+class ResumeRefused(ProtocolViolation):
+    """A resume request that cannot be honoured (unknown session, bad token, gap)."""
+
+
+class FrameTooLarge(ProtocolError):
+    """An encoded frame exceeds the negotiated size limit."""

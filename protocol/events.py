@@ -1,0 +1,101 @@
+"""Server → client events.
+
+Events are built on the hot path (one per token), so they are light slotted
+objects holding a plain dict of fields; no pydantic model is constructed. An
+event gets its ``seq`` only when it leaves the outbox (see
+:class:`protocol.outbox.Outbox`), which lets queued text deltas merge without
+leaving holes in the numbering.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Session events (sequenced, replayable).
+RESPONSE_CREATED = "response.created"
+TEXT_DELTA = "response.text.delta"
+RESPONSE_DONE = "response.done"
+ERROR = "error"
+
+# Connection messages (not sequenced, never replayed).
+SESSION_READY = "session.ready"
+HEARTBEAT = "heartbeat"
+PONG = "pong"
+
+# Approximate framing overhead of one event, for byte accounting.
+EVENT_OVERHEAD_BYTES = 64
+
+
+class Event:
+    """One session event: a type, its fields, and (once sent) its seq."""
+
+    __slots__ = ("fields", "response_id", "seq", "size", "tokens", "type")
+
+    def __init__(
+        self,
+        type: str,
+        fields: dict[str, Any],
+        *,
+        response_id: str | None = None,
+        tokens: int = 0,
+        size: int = EVENT_OVERHEAD_BYTES,
+    ) -> None:
+        self.type = type
+        self.fields = fields
+        self.response_id = response_id
+        self.tokens = tokens
+        self.size = size
+        self.seq = 0
+
+    def to_message(self) -> dict[str, Any]:
+        """The wire message: ``type``, ``seq`` and the event's fields."""
+        message: dict[str, Any] = {"type": self.type, "seq": self.seq}
+        message.update(self.fields)
+        return message
+
+    def __repr__(self) -> str:
+        return f"Event({self.type!r}, seq={self.seq}, {self.fields!r})"
+
+
+class TextDelta(Event):
+    """A text delta whose text may still grow by merging while it waits in the outbox."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, response_id: str, text: str, tokens: int) -> None:
+        super().__init__(
+            TEXT_DELTA,
+            {"response_id": response_id},
+            response_id=response_id,
+            tokens=tokens,
+            size=EVENT_OVERHEAD_BYTES + len(text),
+        )
+        self.parts = [text]
+
+    def merge(self, text: str, tokens: int) -> None:
+        """Append more text of the same response (the client is lagging)."""
+        self.parts.append(text)
+        self.tokens += tokens
+        self.size += len(text)
+
+    def seal(self) -> str:
+        """Freeze the merged text into the ``delta`` field and return it."""
+        text = "".join(self.parts) if len(self.parts) > 1 else self.parts[0]
+        self.parts = [text]
+        self.fields["delta"] = text
+        return text
+
+
+def connection_message(type: str, **fields: Any) -> dict[str, Any]:
+    """A connection-level message (no seq), such as ``session.ready`` or ``pong``."""
+    message: dict[str, Any] = {"type": type}
+    message.update(fields)
+    return message
+
+
+def error_fields(code: str, message: str, request_id: str | None) -> dict[str, Any]:
+    """Fields of an ``error`` event."""
+    fields: dict[str, Any] = {"code": code, "message": message}
+    if request_id is not None:
+        fields["request_id"] = request_id
+    return fields

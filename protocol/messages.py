@@ -1,0 +1,162 @@
+"""Client → server messages, validated with pydantic.
+
+Inbound traffic is low-rate control, so a pydantic model per message is cheap
+and buys precise validation. Outbound events (one per token) are plain dicts
+built in :mod:`protocol.events`; no model is constructed on that path.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from protocol.codes import ErrorCode
+from protocol.errors import ProtocolViolation
+
+MAX_ID_LENGTH = 128
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    id: Annotated[str, Field(max_length=MAX_ID_LENGTH)] | None = None
+    """Optional client-chosen request id, echoed in any ``error`` it causes."""
+
+
+class SessionSettings(BaseModel):
+    """Per-session settings a client may choose at ``session.start``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+
+
+class SessionStart(_Message):
+    """Open a new session on this connection."""
+
+    type: Literal["session.start"]
+    instructions: Annotated[str, Field(max_length=100_000)] | None = None
+    settings: SessionSettings | None = None
+
+
+class SessionResume(_Message):
+    """Re-attach to an existing session and receive the events after ``last_seq``."""
+
+    type: Literal["session.resume"]
+    session_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
+    resume_token: Annotated[str, Field(min_length=1, max_length=256)]
+    last_seq: Annotated[int, Field(ge=0)]
+
+
+class InputText(_Message):
+    """Append a user turn to the conversation."""
+
+    type: Literal["input.text"]
+    text: Annotated[str, Field(min_length=1)]
+
+
+class ResponseCreate(_Message):
+    """Start generating an answer (optionally adding a user turn first)."""
+
+    type: Literal["response.create"]
+    input: Annotated[str, Field(min_length=1)] | None = None
+    max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+
+
+class ResponseInterrupt(_Message):
+    """Stop the running response; keep only what the client rendered or played."""
+
+    type: Literal["response.interrupt"]
+    response_id: Annotated[str, Field(max_length=MAX_ID_LENGTH)] | None = None
+    rendered_chars: Annotated[int, Field(ge=0)] | None = None
+    """Characters of the response's text the client actually showed."""
+    played_ms: Annotated[int, Field(ge=0)] | None = None
+    """Milliseconds of the response's audio the client actually played."""
+
+
+class ResponseCancel(_Message):
+    """Stop the running response and drop it from the conversation."""
+
+    type: Literal["response.cancel"]
+    response_id: Annotated[str, Field(max_length=MAX_ID_LENGTH)] | None = None
+
+
+class Ack(_Message):
+    """The client has every event up to and including ``seq``; the server may forget them."""
+
+    type: Literal["ack"]
+    seq: Annotated[int, Field(ge=0)]
+
+
+class Ping(_Message):
+    """Application-level round trip; answered with ``pong``."""
+
+    type: Literal["ping"]
+
+
+ClientMessage = Annotated[
+    SessionStart
+    | SessionResume
+    | InputText
+    | ResponseCreate
+    | ResponseInterrupt
+    | ResponseCancel
+    | Ack
+    | Ping,
+    Field(discriminator="type"),
+]
+
+CLIENT_MESSAGE_TYPES: frozenset[str] = frozenset(
+    {
+        "session.start",
+        "session.resume",
+        "input.text",
+        "response.create",
+        "response.interrupt",
+        "response.cancel",
+        "ack",
+        "ping",
+    }
+)
+
+_adapter: TypeAdapter[ClientMessage] = TypeAdapter(ClientMessage)
+
+# pydantic error types → our codes. Anything unlisted is an invalid field.
+_MISSING = {"missing"}
+_EXTRA = {"extra_forbidden"}
+
+
+def parse_client_message(obj: Any) -> ClientMessage:
+    """Validate a decoded frame into a client message.
+
+    Raises :class:`ProtocolViolation` with the most specific error code.
+    """
+    if not isinstance(obj, dict):
+        raise ProtocolViolation(ErrorCode.INVALID_FIELD, "a message must be an object")
+    msg_type = obj.get("type")
+    request_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+    if msg_type is None:
+        raise ProtocolViolation(ErrorCode.MISSING_FIELD, "missing field 'type'", request_id)
+    if not isinstance(msg_type, str) or msg_type not in CLIENT_MESSAGE_TYPES:
+        raise ProtocolViolation(
+            ErrorCode.UNKNOWN_TYPE, f"unknown message type {str(msg_type)[:64]!r}", request_id
+        )
+    try:
+        return _adapter.validate_python(obj)
+    except ValidationError as exc:
+        raise _violation_from(exc, request_id) from None
+
+
+def _violation_from(exc: ValidationError, request_id: str | None) -> ProtocolViolation:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    # loc is (type-tag, field, ...) for a discriminated union; drop the tag.
+    loc = [str(p) for p in first["loc"][1:]]
+    where = ".".join(loc) or "message"
+    if first["type"] in _MISSING:
+        return ProtocolViolation(ErrorCode.MISSING_FIELD, f"missing field '{where}'", request_id)
+    if first["type"] in _EXTRA:
+        return ProtocolViolation(ErrorCode.UNKNOWN_FIELD, f"unknown field '{where}'", request_id)
+    return ProtocolViolation(
+        ErrorCode.INVALID_FIELD, f"invalid field '{where}': {first['msg'].lower()}", request_id
+    )

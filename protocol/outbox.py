@@ -1,0 +1,72 @@
+"""The outbox: session events waiting to be sent, merged while the client lags."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from protocol.events import Event, TextDelta
+
+
+class Outbox:
+    """Unsent session events in order.
+
+    Text deltas of one response that queue up behind each other are merged into
+    the tail delta, so a lagging client gets fewer, larger frames and no text is
+    ever dropped. Events are numbered only when they leave (``pop``), so merging
+    never leaves a hole in ``seq``. The byte count lets the owner enforce the
+    per-connection hard bound.
+    """
+
+    def __init__(self) -> None:
+        self._queue: deque[Event] = deque()
+        self.nbytes = 0
+        self.peak_bytes = 0
+        self.merged = 0
+        """How many deltas were folded into an earlier one."""
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def __bool__(self) -> bool:
+        return bool(self._queue)
+
+    def push(self, event: Event) -> None:
+        """Queue any event."""
+        self._queue.append(event)
+        self._grow(event.size)
+
+    def push_text(self, response_id: str, text: str, tokens: int) -> None:
+        """Queue a text delta, merging it into a queued delta of the same response."""
+        tail = self._queue[-1] if self._queue else None
+        if isinstance(tail, TextDelta) and tail.response_id == response_id:
+            tail.merge(text, tokens)
+            self.merged += 1
+            self._grow(len(text))
+            return
+        self.push(TextDelta(response_id, text, tokens))
+
+    def pop(self) -> Event | None:
+        """The next event to send, or ``None``."""
+        if not self._queue:
+            return None
+        event = self._queue.popleft()
+        self.nbytes -= event.size
+        return event
+
+    def drop_response(self, response_id: str) -> int:
+        """Remove every queued delta of a response; returns the dropped token count."""
+        kept: deque[Event] = deque()
+        dropped = 0
+        for event in self._queue:
+            if isinstance(event, TextDelta) and event.response_id == response_id:
+                dropped += event.tokens
+                self.nbytes -= event.size
+            else:
+                kept.append(event)
+        self._queue = kept
+        return dropped
+
+    def _grow(self, n: int) -> None:
+        self.nbytes += n
+        if self.nbytes > self.peak_bytes:
+            self.peak_bytes = self.nbytes

@@ -1,0 +1,85 @@
+"""The replay buffer: recent sent events, kept so a reconnecting client can resume."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from itertools import islice
+
+from protocol.codes import ErrorCode
+from protocol.errors import ResumeRefused
+from protocol.events import Event
+
+
+class ReplayBuffer:
+    """Sequenced events, bounded by count and bytes, trimmed by client acks.
+
+    When a bound is hit the oldest events are forgotten even if unacked; a
+    client that then resumes from before them gets an explicit refusal rather
+    than a hole.
+    """
+
+    def __init__(self, max_events: int, max_bytes: int) -> None:
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._events: deque[Event] = deque()
+        self._bytes = 0
+        self.last_seq = 0
+        self.acked_seq = 0
+        self.forgotten_unacked = 0
+        """Events dropped by the bounds before the client acked them."""
+
+    @property
+    def first_seq(self) -> int:
+        """Seq of the oldest buffered event (``last_seq + 1`` when empty)."""
+        return self._events[0].seq if self._events else self.last_seq + 1
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes (approximate) held by the buffer."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def append(self, event: Event) -> None:
+        """Keep a just-sequenced event; its seq must follow the last one."""
+        if event.seq != self.last_seq + 1:
+            raise ValueError(f"seq {event.seq} does not follow {self.last_seq}")
+        self._events.append(event)
+        self._bytes += event.size
+        self.last_seq = event.seq
+        while self._events and (
+            len(self._events) > self.max_events or self._bytes > self.max_bytes
+        ):
+            old = self._events.popleft()
+            self._bytes -= old.size
+            if old.seq > self.acked_seq:
+                self.forgotten_unacked += 1
+
+    def ack(self, seq: int) -> None:
+        """Forget every event up to ``seq``: the client has them."""
+        if seq > self.last_seq:
+            raise ResumeRefused(
+                ErrorCode.INVALID_SEQ, f"ack {seq} is ahead of last seq {self.last_seq}"
+            )
+        if seq <= self.acked_seq:
+            return
+        self.acked_seq = seq
+        while self._events and self._events[0].seq <= seq:
+            self._bytes -= self._events.popleft().size
+
+    def after(self, last_seq: int) -> Iterable[Event]:
+        """Events with seq > ``last_seq``, or a refusal if some are gone."""
+        if last_seq > self.last_seq:
+            raise ResumeRefused(
+                ErrorCode.INVALID_SEQ,
+                f"last_seq {last_seq} is ahead of the session's last seq {self.last_seq}",
+            )
+        if last_seq + 1 < self.first_seq:
+            raise ResumeRefused(
+                ErrorCode.REPLAY_UNAVAILABLE,
+                f"events {last_seq + 1}..{self.first_seq - 1} are no longer buffered",
+            )
+        skip = last_seq + 1 - self.first_seq
+        return list(islice(self._events, skip, None))

@@ -1,0 +1,294 @@
+"""The server side of a session, as a state machine with no I/O.
+
+The runtime feeds it client commands and engine output and pulls events to
+send. All transitions of a response's lifecycle live here::
+
+    (none) --begin_response--> streaming --end_response--> done
+
+Each response gets exactly one ``response.done``. Events are numbered when
+they leave the outbox (``next_event``), into the replay buffer.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from protocol.codes import ErrorCode
+from protocol.conversation import Conversation, Turn
+from protocol.errors import ProtocolViolation
+from protocol.events import (
+    ERROR,
+    RESPONSE_CREATED,
+    RESPONSE_DONE,
+    Event,
+    TextDelta,
+    error_fields,
+)
+from protocol.outbox import Outbox
+from protocol.replay import ReplayBuffer
+from protocol.usage import Usage
+
+
+class ResponseStatus(enum.StrEnum):
+    """How a response ended (the ``status`` of ``response.done``)."""
+
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLimits:
+    """Bounds of one session; sent to the client in ``session.ready``."""
+
+    replay_max_events: int = 4096
+    replay_max_bytes: int = 1 << 20
+    outbox_max_bytes: int = 1 << 20
+    max_output_tokens: int = 4096
+    max_input_chars: int = 100_000
+
+    def to_dict(self) -> dict[str, int]:
+        """Wire form."""
+        return {
+            "replay_max_events": self.replay_max_events,
+            "replay_max_bytes": self.replay_max_bytes,
+            "outbox_max_bytes": self.outbox_max_bytes,
+            "max_output_tokens": self.max_output_tokens,
+            "max_input_chars": self.max_input_chars,
+        }
+
+
+@dataclass(slots=True)
+class ResponseState:
+    """One response of a session, from creation to ``response.done``."""
+
+    id: str
+    max_output_tokens: int
+    status: ResponseStatus | None = None
+    reason: str | None = None
+    input_tokens: int = 0
+    generated_tokens: int = 0
+    generated_parts: list[str] = field(default_factory=list)
+    delivered_tokens: int = 0
+    delivered_parts: list[str] = field(default_factory=list)
+
+    @property
+    def done(self) -> bool:
+        """Whether the response has ended (its ``response.done`` is queued or sent)."""
+        return self.status is not None
+
+    def usage(self) -> Usage:
+        """Usage of this response so far."""
+        return Usage(self.input_tokens, self.generated_tokens, self.delivered_tokens)
+
+    def delivered_text(self) -> str:
+        """The text that has left the outbox for the client."""
+        return "".join(self.delivered_parts)
+
+    def generated_text(self) -> str:
+        """All text the engine produced for this response."""
+        return "".join(self.generated_parts)
+
+
+class ServerSession:
+    """Seq numbering, replay, response lifecycle and usage of one session."""
+
+    def __init__(
+        self, session_id: str, limits: SessionLimits, instructions: str | None = None
+    ) -> None:
+        self.session_id = session_id
+        self.limits = limits
+        self.conversation = Conversation(instructions)
+        self.outbox = Outbox()
+        self.replay = ReplayBuffer(limits.replay_max_events, limits.replay_max_bytes)
+        self.usage = Usage()
+        self.active: ResponseState | None = None
+        self.responses: dict[str, ResponseState] = {}
+        """Responses whose ``response.done`` has not left the outbox yet."""
+        self.last_response: ResponseState | None = None
+        self.settled: list[ResponseState] = []
+        """Responses whose ``response.done`` was sent; their usage is final."""
+        self._response_count = 0
+
+    # -- client commands -------------------------------------------------
+
+    def add_user_text(self, text: str) -> None:
+        """Append a user turn."""
+        if len(text) > self.limits.max_input_chars:
+            raise ProtocolViolation(
+                ErrorCode.INPUT_TOO_LONG,
+                f"input has {len(text)} characters, the limit is {self.limits.max_input_chars}",
+            )
+        self.conversation.add("user", text)
+
+    def check_idle(self) -> None:
+        """Raise ``response_in_progress`` if a response is running."""
+        if self.active is not None:
+            raise ProtocolViolation(
+                ErrorCode.RESPONSE_IN_PROGRESS, f"response {self.active.id} is still running"
+            )
+
+    def begin_response(self, max_output_tokens: int | None = None) -> ResponseState:
+        """Start a response; queues ``response.created``."""
+        self.check_idle()
+        if not self.conversation.awaiting_answer:
+            raise ProtocolViolation(
+                ErrorCode.NOTHING_TO_ANSWER, "add a user turn (input.text) before response.create"
+            )
+        limit = self.limits.max_output_tokens
+        wanted = min(max_output_tokens or limit, limit)
+        self._response_count += 1
+        response = ResponseState(f"resp_{self._response_count}", wanted)
+        self.active = response
+        self.responses[response.id] = response
+        self.outbox.push(
+            Event(RESPONSE_CREATED, {"response_id": response.id}, response_id=response.id)
+        )
+        return response
+
+    def check_active(self, response_id: str | None) -> ResponseState:
+        """The running response (matching ``response_id`` when given)."""
+        active = self.active
+        if active is None:
+            raise ProtocolViolation(ErrorCode.NO_ACTIVE_RESPONSE, "no response is running")
+        if response_id is not None and response_id != active.id:
+            raise ProtocolViolation(
+                ErrorCode.NO_ACTIVE_RESPONSE,
+                f"response {response_id} is not running (running: {active.id})",
+            )
+        return active
+
+    # -- engine output ---------------------------------------------------
+
+    def record_output(self, response: ResponseState, text: str, tokens: int) -> None:
+        """Queue generated text of a running response."""
+        if response.done:
+            # Output that raced with an abort: counted, never sent.
+            response.generated_tokens += tokens
+            self.usage.output_tokens_generated += tokens
+            return
+        response.generated_tokens += tokens
+        response.generated_parts.append(text)
+        self.usage.output_tokens_generated += tokens
+        self.outbox.push_text(response.id, text, tokens)
+
+    def end_response(
+        self,
+        response: ResponseState,
+        status: ResponseStatus,
+        *,
+        reason: str | None = None,
+        input_tokens: int | None = None,
+        generated_tokens: int | None = None,
+        rendered_chars: int | None = None,
+    ) -> bool:
+        """End a response with ``status``; queues its single ``response.done``.
+
+        ``generated_tokens`` is the engine's own count when it knows better than
+        the sum of the chunks seen here. Returns ``False`` if it had already
+        ended (a second end is ignored: one ``done`` per response).
+        """
+        if response.done:
+            return False
+        response.status = status
+        response.reason = reason
+        if input_tokens is not None:
+            self.usage.input_tokens += input_tokens - response.input_tokens
+            response.input_tokens = input_tokens
+        if generated_tokens is not None and generated_tokens > response.generated_tokens:
+            self.usage.output_tokens_generated += generated_tokens - response.generated_tokens
+            response.generated_tokens = generated_tokens
+        if status in (ResponseStatus.INTERRUPTED, ResponseStatus.CANCELLED):
+            # Unsent output of a stopped response never reaches the client.
+            self.outbox.drop_response(response.id)
+        self._record_history(response, status, rendered_chars)
+        fields: dict[str, object] = {"response_id": response.id, "status": status.value}
+        if reason is not None:
+            fields["reason"] = reason
+        self.outbox.push(Event(RESPONSE_DONE, fields, response_id=response.id))
+        if self.active is response:
+            self.active = None
+        self.last_response = response
+        return True
+
+    def _record_history(
+        self, response: ResponseState, status: ResponseStatus, rendered_chars: int | None
+    ) -> None:
+        if status is ResponseStatus.CANCELLED:
+            return
+        if status is ResponseStatus.INTERRUPTED:
+            text = response.delivered_text()
+            if rendered_chars is not None:
+                # A client cannot have rendered more than it was sent: clamp.
+                text = text[: max(0, rendered_chars)]
+        else:
+            text = response.generated_text()
+        if text:
+            self.conversation.add("assistant", text)
+
+    # -- errors ----------------------------------------------------------
+
+    def queue_error(self, violation: ProtocolViolation) -> None:
+        """Queue an in-band ``error`` event for a rejected client message."""
+        fields = error_fields(violation.code.value, violation.message, violation.request_id)
+        self.outbox.push(Event(ERROR, fields))
+
+    # -- sending ---------------------------------------------------------
+
+    def next_event(self) -> Event | None:
+        """Take the next event to send, number it and keep it for replay."""
+        event = self.outbox.pop()
+        if event is None:
+            return None
+        response = self.responses.get(event.response_id) if event.response_id else None
+        if isinstance(event, TextDelta):
+            text = event.seal()
+            if response is not None:
+                response.delivered_parts.append(text)
+                response.delivered_tokens += event.tokens
+            self.usage.output_tokens_delivered += event.tokens
+        elif event.type == RESPONSE_DONE and response is not None:
+            event.fields["usage"] = response.usage().to_dict()
+            del self.responses[response.id]
+            self.settled.append(response)
+        event.seq = self.replay.last_seq + 1
+        self.replay.append(event)
+        return event
+
+    def take_settled(self) -> list[ResponseState]:
+        """Responses settled since the last call (for the usage ledger)."""
+        settled, self.settled = self.settled, []
+        return settled
+
+    def unsettled(self) -> list[ResponseState]:
+        """Ended or running responses whose ``response.done`` was never sent."""
+        return list(self.responses.values())
+
+    def flush(self) -> list[Event]:
+        """Number every queued event now (used while no connection is attached)."""
+        out: list[Event] = []
+        while (event := self.next_event()) is not None:
+            out.append(event)
+        return out
+
+    @property
+    def last_seq(self) -> int:
+        """Seq of the newest numbered event."""
+        return self.replay.last_seq
+
+    # -- resume and acks -------------------------------------------------
+
+    def ack(self, seq: int) -> None:
+        """The client has everything up to ``seq``."""
+        self.replay.ack(seq)
+
+    def replay_after(self, last_seq: int) -> list[Event]:
+        """Events the client missed, or :class:`ResumeRefused`."""
+        return list(self.replay.after(last_seq))
+
+    def history(self) -> list[Turn]:
+        """The conversation as the next response would see it."""
+        return self.conversation.prompt()

@@ -1,0 +1,139 @@
+"""Command line: ``wsserver serve`` and ``wsserver chat``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from wsserver.chat import run_chat
+from wsserver.demo import run_demo
+from wsserver.settings import ENV_PREFIX, Settings
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command."""
+    parser = argparse.ArgumentParser(
+        prog="wsserver",
+        description="WebSocket session server for voice assistants, tool-loop UIs and mobile "
+        "clients: streamed answers, interrupts, resume after a dropped connection.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = commands.add_parser(
+        "serve",
+        help="run a worker",
+        description="Run a worker with the in-memory store and the simulated engine. Every "
+        f"flag can also be set as an environment variable {ENV_PREFIX}<FLAG> "
+        "(for example WSSERVER_PORT=9000).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    for name, info in Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        help_text = f"{info.description} [env {ENV_PREFIX}{name.upper()}]"
+        if info.annotation is bool:
+            serve.add_argument(
+                flag,
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+        else:
+            serve.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                metavar=name.upper(),
+                help=f"{help_text} (default: {info.default})",
+            )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="after starting, run a short demo session against this server and print it",
+    )
+    serve.add_argument("--log-level", default="INFO", help="logging level")
+
+    chat = commands.add_parser(
+        "chat",
+        help="chat with a server from the terminal",
+        description="Stream an answer. With PROMPT, print it and exit 0 after response.done. "
+        "Without PROMPT, an interactive chat: type a line to ask, press Enter while an "
+        "answer streams to interrupt it, Ctrl-D to quit.",
+    )
+    chat.add_argument("prompt", nargs="?", metavar="PROMPT", help="one question to ask")
+    chat.add_argument("--url", default="ws://127.0.0.1:8765", help="server URL")
+    chat.add_argument(
+        "--encoding", choices=("json", "msgpack"), default="json", help="wire encoding"
+    )
+    chat.add_argument("--instructions", default=None, help="system instructions")
+    chat.add_argument(
+        "--max-output-tokens", type=int, default=None, help="upper bound on the answer length"
+    )
+    chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``wsserver`` command."""
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return _serve(args)
+    return _run(run_chat(args))
+
+
+def _serve(args: argparse.Namespace) -> int:
+    overrides = {name: getattr(args, name) for name in Settings.model_fields}
+    try:
+        settings = Settings.from_env(overrides)
+    except ValidationError as exc:
+        print(f"wsserver serve: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # Per-connection open/close lines drown everything else at any real load.
+    logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
+    return _run(_serve_async(settings, demo=args.demo))
+
+
+async def _serve_async(settings: Settings, *, demo: bool) -> int:
+    from wsserver.server import WorkerServer
+
+    server = WorkerServer(settings)
+    await server.start()
+    url = f"ws://{settings.host}:{server.port}"
+    print(f"wsserver listening on {url} (store: memory, engine: {settings.engine})", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    if demo:
+        await run_demo(url)
+        print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
+    await stop.wait()
+    print("shutting down", flush=True)
+    await server.stop()
+    return 0
+
+
+def _run(coro: Any) -> int:
+    try:
+        import uvloop
+    except ImportError:
+        result: int = asyncio.run(coro)
+    else:
+        result = uvloop.run(coro)
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

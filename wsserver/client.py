@@ -1,0 +1,367 @@
+"""Asyncio client SDK.
+
+>>> async with SessionClient("ws://127.0.0.1:8765") as client:
+...     result = await client.ask("hello")
+...     print(result.text, result.status)
+
+The client reconnects by itself after a dropped connection (jittered
+exponential backoff), resumes from the last seq it saw, and hands the
+application each event once, in order. A response that can no longer finish
+is reported as a ``response.truncated`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Literal
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.typing import Subprotocol
+
+from protocol.client_session import TRUNCATED, ClientSession, ClientState
+from protocol.codes import Disposition
+from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
+
+_END = object()
+
+
+class ClientError(Exception):
+    """Base class of SDK errors."""
+
+
+class SessionClosed(ClientError):
+    """The session ended for good (terminal close code, failed resume, or close())."""
+
+
+@dataclass(slots=True)
+class ResponseResult:
+    """A finished (or truncated) response."""
+
+    response_id: str
+    text: str
+    status: str
+    reason: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Jittered exponential backoff between reconnect attempts ("full jitter")."""
+
+    base: float = 0.1
+    cap: float = 5.0
+    max_attempts: int = 12
+
+    def delay(self, attempt: int) -> float:
+        """Seconds to wait before reconnect attempt ``attempt`` (0-based)."""
+        return random.uniform(0, min(self.cap, self.base * (2**attempt)))
+
+
+class SessionClient:
+    """One session over one (re)connecting WebSocket."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        encoding: Literal["json", "msgpack"] = "json",
+        instructions: str | None = None,
+        max_output_tokens: int | None = None,
+        reconnect: bool = True,
+        backoff: Backoff | None = None,
+        ack_every: int = 32,
+        open_timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.subprotocol = MSGPACK_SUBPROTOCOL if encoding == "msgpack" else JSON_SUBPROTOCOL
+        self.codec = codec_for(self.subprotocol)
+        self.instructions = instructions
+        self.max_output_tokens = max_output_tokens
+        self.reconnect = reconnect
+        self.backoff = backoff or Backoff()
+        self.open_timeout = open_timeout
+        self.state = ClientSession(ack_every=ack_every)
+        self.reconnects = 0
+        self.close_code: int | None = None
+        self.ready: dict[str, Any] = {}
+        self._ws: ClientConnection | None = None
+        self._open = asyncio.Event()
+        self._events: asyncio.Queue[Any] = asyncio.Queue()
+        self._runner: asyncio.Task[None] | None = None
+        self._closing = False
+        self._first_ready: asyncio.Future[dict[str, Any]] | None = None
+        self._last_heard = 0.0
+
+    # -- lifecycle -------------------------------------------------------
+
+    async def __aenter__(self) -> SessionClient:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> dict[str, Any]:
+        """Connect, start the session and wait for ``session.ready``."""
+        loop = asyncio.get_running_loop()
+        self._first_ready = loop.create_future()
+        self._runner = asyncio.create_task(self._run(), name="wsserver client")
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._first_ready), self.open_timeout)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """End the session: a normal close, which aborts any running response."""
+        self._closing = True
+        ws = self._ws
+        if ws is not None:
+            await ws.close(1000, "client closed")
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+            self._runner = None
+
+    def drop_connection(self) -> None:
+        """Cut the TCP connection without a close frame, as a network handoff would."""
+        ws = self._ws
+        if ws is not None:
+            ws.transport.abort()
+
+    @property
+    def session_id(self) -> str | None:
+        """The session's id once ready."""
+        return self.state.session_id
+
+    @property
+    def last_seq(self) -> int:
+        """The last seq the application was handed."""
+        return self.state.last_seq
+
+    # -- sending ---------------------------------------------------------
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send one client message, waiting for a (re)connected session first."""
+        while True:
+            if self.state.state is ClientState.CLOSED:
+                raise SessionClosed(f"session closed (code {self.close_code})")
+            await self._open.wait()
+            ws = self._ws
+            if ws is None:
+                continue
+            try:
+                await ws.send(self.codec.encode(message))
+                return
+            except ConnectionClosed:
+                # Not resent: the server may have applied it. The caller decides.
+                raise ClientError("connection dropped while sending") from None
+
+    async def send_text(self, text: str) -> None:
+        """Add a user turn without starting a response."""
+        await self.send({"type": "input.text", "text": text})
+
+    async def create_response(
+        self, text: str | None = None, *, max_output_tokens: int | None = None
+    ) -> None:
+        """Start a response, adding ``text`` as a user turn first when given."""
+        message: dict[str, Any] = {"type": "response.create"}
+        if text is not None:
+            message["input"] = text
+        if max_output_tokens is not None:
+            message["max_output_tokens"] = max_output_tokens
+        await self.send(message)
+
+    async def interrupt(
+        self, *, rendered_chars: int | None = None, response_id: str | None = None
+    ) -> None:
+        """Stop the running response, keeping what was rendered in the history."""
+        message: dict[str, Any] = {"type": "response.interrupt"}
+        if rendered_chars is not None:
+            message["rendered_chars"] = rendered_chars
+        if response_id is not None:
+            message["response_id"] = response_id
+        await self.send(message)
+
+    async def cancel(self, *, response_id: str | None = None) -> None:
+        """Stop the running response and drop it from the history."""
+        message: dict[str, Any] = {"type": "response.cancel"}
+        if response_id is not None:
+            message["response_id"] = response_id
+        await self.send(message)
+
+    async def ping(self, request_id: str | None = None) -> None:
+        """Application-level ping; the server answers ``pong``."""
+        message: dict[str, Any] = {"type": "ping"}
+        if request_id is not None:
+            message["id"] = request_id
+        await self.send(message)
+
+    # -- receiving -------------------------------------------------------
+
+    async def next_event(self, timeout: float | None = None) -> dict[str, Any]:
+        """The next event; raises :class:`SessionClosed` when the session ended."""
+        item = await asyncio.wait_for(self._events.get(), timeout)
+        if item is _END:
+            self._events.put_nowait(_END)
+            raise SessionClosed(f"session closed (code {self.close_code})")
+        event: dict[str, Any] = item
+        return event
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Every event once, in order, until the session ends."""
+        while True:
+            try:
+                yield await self.next_event()
+            except SessionClosed:
+                return
+
+    async def collect_response(self, timeout: float | None = None) -> ResponseResult:
+        """Read events until the current response ends (done or truncated)."""
+        result = ResponseResult("", "", "")
+        parts: list[str] = []
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            event = await self.next_event(remaining)
+            kind = event.get("type")
+            if kind == "response.created":
+                result.response_id = event["response_id"]
+            elif kind == "response.text.delta":
+                parts.append(event["delta"])
+            elif kind in ("response.done", TRUNCATED):
+                result.events.append(event)
+                result.response_id = event.get("response_id", result.response_id)
+                result.status = event.get("status", "truncated")
+                result.reason = event.get("reason")
+                result.usage = event.get("usage", {})
+                result.text = "".join(parts)
+                return result
+            result.events.append(event)
+
+    async def ask(self, text: str, *, max_output_tokens: int | None = None) -> ResponseResult:
+        """Send a user turn, start a response and wait for it to end."""
+        await self.create_response(text, max_output_tokens=max_output_tokens)
+        return await self.collect_response()
+
+    # -- connection loop -------------------------------------------------
+
+    async def _run(self) -> None:
+        attempt = 0
+        try:
+            while True:
+                resumed = await self._connect_once()
+                if resumed:
+                    attempt = 0
+                if self.state.state is ClientState.CLOSED or self._closing:
+                    break
+                if not self.reconnect or attempt >= self.backoff.max_attempts:
+                    self._finish("reconnect_exhausted")
+                    break
+                await asyncio.sleep(self.backoff.delay(attempt))
+                attempt += 1
+                self.reconnects += 1
+        finally:
+            self._open.clear()
+            if self.state.state is not ClientState.CLOSED:
+                self._finish("client_closed")
+
+    async def _connect_once(self) -> bool:
+        """One connection's life; returns whether it got to ``session.ready``."""
+        got_ready = False
+        try:
+            async with connect(
+                self.url,
+                subprotocols=[Subprotocol(self.subprotocol)],
+                compression=None,
+                open_timeout=self.open_timeout,
+                max_size=None,
+            ) as ws:
+                self._ws = ws
+                first = (
+                    self.state.resume_message()
+                    if self.state.session_id is not None
+                    else self.state.start_message(
+                        instructions=self.instructions,
+                        settings=(
+                            {"max_output_tokens": self.max_output_tokens}
+                            if self.max_output_tokens
+                            else None
+                        ),
+                    )
+                )
+                await ws.send(self.codec.encode(first))
+                async for frame in ws:
+                    message = self.codec.decode(frame)
+                    if not isinstance(message, dict):
+                        continue
+                    for event in self.state.receive(message):
+                        if event.get("type") == "session.ready":
+                            got_ready = True
+                            self._on_ready(event)
+                        self._events.put_nowait(event)
+                    if self.state.state is ClientState.CLOSED:
+                        # Resume was refused: the session cannot go on.
+                        await ws.close(1000, "resume refused")
+                        self._finish("resume_failed", already_truncated=True)
+                        return got_ready
+                    ack = self.state.ack_message()
+                    if ack is not None:
+                        await ws.send(self.codec.encode(ack))
+        except ConnectionClosed:
+            pass
+        except (OSError, InvalidHandshake, TimeoutError) as exc:
+            if isinstance(exc, InvalidURI):
+                raise
+        finally:
+            self._open.clear()
+            ws_done = self._ws
+            self._ws = None
+        code = _close_code(ws_done)
+        self.close_code = code
+        if self._closing:
+            return got_ready
+        if self.state.session_id is None and not got_ready:
+            # Never got a session: connect failures are retried like drops.
+            return False
+        if self.state.connection_lost(code) is Disposition.TERMINAL:
+            self._finish(f"closed with {code}")
+        return got_ready
+
+    def _on_ready(self, event: dict[str, Any]) -> None:
+        self.ready = event
+        self._open.set()
+        if self._first_ready is not None and not self._first_ready.done():
+            self._first_ready.set_result(event)
+
+    def _finish(self, reason: str, *, already_truncated: bool = False) -> None:
+        if not already_truncated:
+            for event in self.state.give_up(reason):
+                self._events.put_nowait(event)
+        self.state.state = ClientState.CLOSED
+        self._events.put_nowait(_END)
+        if self._first_ready is not None and not self._first_ready.done():
+            self._first_ready.set_exception(SessionClosed(reason))
+
+
+def _close_code(ws: ClientConnection | None) -> int | None:
+    if ws is None:
+        return None
+    with contextlib.suppress(AttributeError):
+        rcvd = ws.protocol.close_rcvd
+        if rcvd is not None:
+            return int(rcvd.code)
+    return 1006

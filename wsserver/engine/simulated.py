@@ -1,0 +1,240 @@
+"""A simulated model server that behaves like a GPU serving many requests.
+
+One decode loop serves every request (continuous batching): each step emits
+one token to every request that finished prefill. Requests take a slot from a
+fixed number; the rest wait in a bounded queue. Prefill time grows with the
+prompt length. Text is deterministic for a given prompt. Every generated token
+is counted per request, so the waste of a late abort is measurable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from protocol.conversation import Turn
+from wsserver.engine.base import (
+    EngineOverloaded,
+    FinishReason,
+    GenerationRequest,
+    OutputChunk,
+)
+
+_VOCABULARY_TEXT = """
+the a of to and in that it is was for on are as with they be at one have this from or had
+by word but what some we can out other were all there when up use your how said an each
+she which do their time if will way about many then them write would like so these her
+long make thing see him two has look more day could go come did number sound no most
+people my over know water than call first who may down side been now find any new work
+part take get place made live where after back little only round man year came show every
+good me give our under name very through just form sentence great think say help low line
+differ turn cause much mean before move right boy old too same tell does set three want
+air well also play small end put home read hand port large spell add even land here must
+big high such follow act why ask men change went light kind off need house picture try us
+again
+"""
+_VOCABULARY = tuple(_VOCABULARY_TEXT.split())
+
+_HISTORY_SIZE = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedEngineConfig:
+    """Speed and capacity of the simulated engine."""
+
+    decode_rate: float = 50.0
+    """Tokens per second per request (one decode step every 1/rate seconds)."""
+    slots: int = 256
+    """Requests decoded together; the rest queue."""
+    max_queue: int = 10_000
+    prefill_base_s: float = 0.02
+    prefill_per_token_s: float = 0.0001
+    answer_tokens: int = 0
+    """Natural answer length; 0 derives 40-120 tokens from the prompt."""
+
+
+def count_prompt_tokens(prompt: Sequence[Turn]) -> int:
+    """Whitespace tokens plus a small per-turn overhead, as chat templates add."""
+    return sum(len(turn.text.split()) + 4 for turn in prompt)
+
+
+class SimulatedGeneration:
+    """One request inside the simulated engine."""
+
+    def __init__(self, engine: SimulatedEngine, request: GenerationRequest) -> None:
+        self._engine = engine
+        self.request = request
+        self._input_tokens = count_prompt_tokens(request.prompt)
+        seed_text = request.prompt[-1].text if request.prompt else ""
+        digest = hashlib.sha256(seed_text.encode()).digest()
+        self._seed = int.from_bytes(digest[:8], "little")
+        natural = engine.config.answer_tokens or 40 + self._seed % 81
+        self._target = min(natural, request.max_output_tokens)
+        self._length_limited = natural > request.max_output_tokens
+        self._generated = 0
+        self._finish: FinishReason | None = None
+        self._buffer: deque[OutputChunk] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+        self.ready_at = 0.0
+
+    @property
+    def input_tokens(self) -> int:
+        return self._input_tokens
+
+    @property
+    def generated_tokens(self) -> int:
+        return self._generated
+
+    @property
+    def finish_reason(self) -> FinishReason | None:
+        return self._finish
+
+    def token_text(self, index: int) -> str:
+        """The deterministic text of token ``index``."""
+        mixed = ((self._seed + index) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        mixed ^= mixed >> 29
+        word = _VOCABULARY[mixed % len(_VOCABULARY)]
+        return word if index == 0 else " " + word
+
+    def step(self) -> bool:
+        """Produce one token; returns ``False`` when the generation is finished."""
+        self._buffer.append(OutputChunk(self.token_text(self._generated), 1))
+        self._generated += 1
+        self._engine.count_token(self)
+        if self._generated >= self._target:
+            self._finish = FinishReason.LENGTH if self._length_limited else FinishReason.STOP
+        self._wake()
+        return self._finish is None
+
+    def abort(self) -> None:
+        if self._finish is not None:
+            return
+        self._finish = FinishReason.ABORTED
+        # Unread output is discarded with the request.
+        self._buffer.clear()
+        self._engine.release(self)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def __aiter__(self) -> AsyncIterator[OutputChunk]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[OutputChunk]:
+        loop = asyncio.get_running_loop()
+        while True:
+            while self._buffer:
+                yield self._buffer.popleft()
+            if self._finish is not None:
+                return
+            self._waiter = loop.create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+
+class SimulatedEngine:
+    """The shared decode loop, slots and queue."""
+
+    def __init__(self, config: SimulatedEngineConfig | None = None) -> None:
+        self.config = config or SimulatedEngineConfig()
+        self._running: list[SimulatedGeneration] = []
+        self._queue: deque[SimulatedGeneration] = deque()
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.tokens_generated = 0
+        self.steps = 0
+        self.generated_by_request: OrderedDict[str, int] = OrderedDict()
+        """Tokens generated per request id (the most recent 10,000 requests)."""
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._decode_loop(), name="simulated-decode-loop")
+
+    async def close(self) -> None:
+        for generation in [*self._running, *self._queue]:
+            generation.abort()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    def submit(self, request: GenerationRequest) -> SimulatedGeneration:
+        if len(self._queue) >= self.config.max_queue:
+            raise EngineOverloaded(f"engine queue is full ({self.config.max_queue} waiting)")
+        generation = SimulatedGeneration(self, request)
+        self.generated_by_request[request.request_id] = 0
+        while len(self.generated_by_request) > _HISTORY_SIZE:
+            self.generated_by_request.popitem(last=False)
+        self._queue.append(generation)
+        self._admit(asyncio.get_running_loop().time())
+        self._wakeup.set()
+        return generation
+
+    def count_token(self, generation: SimulatedGeneration) -> None:
+        """Bookkeeping for every token produced."""
+        self.tokens_generated += 1
+        rid = generation.request.request_id
+        if rid in self.generated_by_request:
+            self.generated_by_request[rid] += 1
+
+    def release(self, generation: SimulatedGeneration) -> None:
+        """Free a slot (or a queue place) at once."""
+        if generation in self._running:
+            self._running.remove(generation)
+        else:
+            with contextlib.suppress(ValueError):
+                self._queue.remove(generation)
+        self._admit(asyncio.get_running_loop().time())
+
+    def stats(self) -> dict[str, int]:
+        return {
+            "running": len(self._running),
+            "queued": len(self._queue),
+            "slots": self.config.slots,
+            "tokens_generated": self.tokens_generated,
+            "steps": self.steps,
+        }
+
+    def _admit(self, now: float) -> None:
+        config = self.config
+        while self._queue and len(self._running) < config.slots:
+            generation = self._queue.popleft()
+            prefill = config.prefill_base_s + config.prefill_per_token_s * generation.input_tokens
+            generation.ready_at = now + prefill
+            self._running.append(generation)
+
+    async def _decode_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        interval = 1.0 / self.config.decode_rate
+        next_step = loop.time()
+        while True:
+            if not self._running:
+                self._wakeup.clear()
+                await self._wakeup.wait()
+                next_step = loop.time()
+            now = loop.time()
+            if next_step > now:
+                await asyncio.sleep(next_step - now)
+                now = loop.time()
+            # A late loop drops the missed steps instead of bursting to catch up.
+            next_step += interval
+            if next_step < now:
+                next_step = now + interval
+            self.steps += 1
+            finished = False
+            for generation in list(self._running):
+                ready = generation.ready_at <= now and generation.finish_reason is None
+                if ready and not generation.step():
+                    finished = True
+            if finished:
+                self._running = [g for g in self._running if g.finish_reason is None]
+                self._admit(now)

@@ -1,0 +1,95 @@
+"""All configuration in one object, from CLI flags and ``WSSERVER_*`` environment variables."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from protocol.server_session import SessionLimits
+from wsserver.engine.simulated import SimulatedEngineConfig
+
+ENV_PREFIX = "WSSERVER_"
+
+
+class Settings(BaseModel):
+    """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8765, ge=0, le=65535, description="port to listen on (0 picks a free one)")
+    engine: Literal["simulated"] = Field("simulated", description="engine to serve")
+    decode_rate: float = Field(
+        50.0, gt=0, description="simulated engine: tokens per second per request"
+    )
+    engine_slots: int = Field(256, ge=1, description="simulated engine: requests decoded together")
+    engine_queue: int = Field(10_000, ge=0, description="simulated engine: waiting requests")
+    prefill_per_token_ms: float = Field(
+        0.1, ge=0, description="simulated engine: prefill time per prompt token"
+    )
+    answer_tokens: int = Field(
+        0, ge=0, description="simulated engine: answer length (0 = 40-120 from the prompt)"
+    )
+    grace_period: float = Field(
+        30.0, ge=0, description="seconds a detached session's response keeps running"
+    )
+    session_ttl: float = Field(
+        300.0, gt=0, description="seconds a detached session stays resumable"
+    )
+    heartbeat_interval: float = Field(
+        15.0, gt=0, description="seconds between application heartbeat events"
+    )
+    ping_interval: float = Field(20.0, gt=0, description="seconds between websocket pings")
+    ping_timeout: float = Field(
+        20.0, gt=0, description="seconds to wait for a pong before closing the connection"
+    )
+    handshake_timeout: float = Field(
+        10.0, gt=0, description="seconds to wait for session.start or session.resume"
+    )
+    max_frame_bytes: int = Field(
+        1 << 20, ge=1024, description="largest inbound frame; larger closes with 1009"
+    )
+    outbox_max_bytes: int = Field(
+        1 << 20, ge=1024, description="unsent bytes per connection before closing with 4000"
+    )
+    write_limit: int = Field(
+        64 * 1024, ge=1024, description="socket write buffer high-water mark in bytes"
+    )
+    replay_max_events: int = Field(4096, ge=16, description="events kept for resume")
+    replay_max_bytes: int = Field(1 << 20, ge=1024, description="bytes kept for resume")
+    max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
+    max_input_chars: int = Field(100_000, ge=1, description="longest user input in characters")
+    compression: bool = Field(False, description="enable permessage-deflate")
+
+    @classmethod
+    def from_env(cls, overrides: dict[str, Any] | None = None) -> Settings:
+        """Defaults, then ``WSSERVER_*`` variables, then explicit overrides."""
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = os.environ.get(ENV_PREFIX + name.upper())
+            if raw is not None:
+                values[name] = raw
+        values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        return cls.model_validate(values, strict=False)
+
+    def limits(self) -> SessionLimits:
+        """Per-session bounds."""
+        return SessionLimits(
+            replay_max_events=self.replay_max_events,
+            replay_max_bytes=self.replay_max_bytes,
+            outbox_max_bytes=self.outbox_max_bytes,
+            max_output_tokens=self.max_output_tokens,
+            max_input_chars=self.max_input_chars,
+        )
+
+    def simulated_engine(self) -> SimulatedEngineConfig:
+        """Configuration of the simulated engine."""
+        return SimulatedEngineConfig(
+            decode_rate=self.decode_rate,
+            slots=self.engine_slots,
+            max_queue=self.engine_queue,
+            prefill_per_token_s=self.prefill_per_token_ms / 1000.0,
+            answer_tokens=self.answer_tokens,
+        )
