@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import pytest
+
+from protocol.codes import ErrorCode
+from protocol.errors import ResumeRefused
+from protocol.events import Event, TextDelta
+from protocol.outbox import Outbox
+from protocol.replay import ReplayBuffer
+
+
+def _numbered(buffer: ReplayBuffer, n: int, size: int = 64) -> None:
+    for _ in range(n):
+        event = Event("x", {}, size=size)
+        event.seq = buffer.last_seq + 1
+        buffer.append(event)
+
+
+def test_replay_returns_exactly_the_missed_events() -> None:
+    buffer = ReplayBuffer(max_events=100, max_bytes=1 << 20)
+    _numbered(buffer, 10)
+    assert [e.seq for e in buffer.after(6)] == [7, 8, 9, 10]
+    assert list(buffer.after(10)) == []
+
+
+def test_replay_bounded_by_count_then_refuses_old_resume() -> None:
+    buffer = ReplayBuffer(max_events=5, max_bytes=1 << 20)
+    _numbered(buffer, 12)
+    assert len(buffer) == 5
+    assert buffer.first_seq == 8
+    assert buffer.forgotten_unacked == 7
+    assert [e.seq for e in buffer.after(7)] == [8, 9, 10, 11, 12]
+    with pytest.raises(ResumeRefused) as info:
+        buffer.after(6)
+    assert info.value.code is ErrorCode.REPLAY_UNAVAILABLE
+
+
+def test_replay_bounded_by_bytes() -> None:
+    buffer = ReplayBuffer(max_events=1000, max_bytes=1000)
+    _numbered(buffer, 50, size=100)
+    assert buffer.nbytes <= 1000
+    assert len(buffer) == 10
+
+
+def test_ack_trims_and_future_seq_is_refused() -> None:
+    buffer = ReplayBuffer(max_events=100, max_bytes=1 << 20)
+    _numbered(buffer, 10)
+    buffer.ack(4)
+    assert buffer.first_seq == 5
+    assert buffer.forgotten_unacked == 0
+    buffer.ack(2)  # an old ack is harmless
+    assert buffer.first_seq == 5
+    with pytest.raises(ResumeRefused) as info:
+        buffer.ack(11)
+    assert info.value.code is ErrorCode.INVALID_SEQ
+    with pytest.raises(ResumeRefused) as info:
+        buffer.after(11)
+    assert info.value.code is ErrorCode.INVALID_SEQ
+
+
+def test_replay_rejects_out_of_order_append() -> None:
+    buffer = ReplayBuffer(max_events=10, max_bytes=1000)
+    event = Event("x", {})
+    event.seq = 2
+    with pytest.raises(ValueError, match="does not follow"):
+        buffer.append(event)
+
+
+def test_outbox_merges_consecutive_deltas_of_one_response() -> None:
+    outbox = Outbox()
+    outbox.push(Event("response.created", {}, response_id="r1"))
+    for word in ["a", " b", " c"]:
+        outbox.push_text("r1", word, 1)
+    outbox.push_text("r2", "x", 1)
+    outbox.push_text("r1", " d", 1)
+    assert len(outbox) == 4
+    assert outbox.merged == 2
+    created, merged, other, last = (outbox.pop() for _ in range(4))
+    assert created is not None and created.type == "response.created"
+    assert isinstance(merged, TextDelta)
+    assert merged.seal() == "a b c"
+    assert merged.tokens == 3
+    assert isinstance(other, TextDelta) and other.seal() == "x"
+    assert isinstance(last, TextDelta) and last.seal() == " d"
+    assert outbox.pop() is None
+    assert outbox.nbytes == 0
+
+
+def test_outbox_drop_response_keeps_other_events() -> None:
+    outbox = Outbox()
+    outbox.push_text("r1", "abc", 2)
+    outbox.push(Event("response.done", {}, response_id="r1"))
+    outbox.push_text("r1", "zzz", 5)
+    assert outbox.drop_response("r1") == 7
+    event = outbox.pop()
+    assert event is not None and event.type == "response.done"
+    assert outbox.nbytes == 0

@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+import pytest
+
+from protocol.codes import ErrorCode
+from protocol.errors import ProtocolViolation
+from protocol.events import Event
+from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
+
+
+def _session(**limits: int) -> ServerSession:
+    return ServerSession("s1", SessionLimits(**limits), instructions="be brief")
+
+
+def _drain(session: ServerSession) -> list[Event]:
+    return session.flush()
+
+
+def test_lifecycle_numbers_events_and_ends_once() -> None:
+    session = _session()
+    session.add_user_text("hello there")
+    response = session.begin_response()
+    for word in ["one", " two", " three"]:
+        session.record_output(response, word, 1)
+    assert session.end_response(response, ResponseStatus.COMPLETED, input_tokens=9)
+    assert not session.end_response(response, ResponseStatus.FAILED)
+    events = _drain(session)
+    assert [e.seq for e in events] == [1, 2, 3]
+    assert [e.type for e in events] == ["response.created", "response.text.delta", "response.done"]
+    assert events[1].fields["delta"] == "one two three"
+    done = events[2].to_message()
+    assert done["status"] == "completed"
+    assert done["usage"] == {
+        "input_tokens": 9,
+        "output_tokens_generated": 3,
+        "output_tokens_delivered": 3,
+    }
+    assert [t.role for t in session.history()] == ["system", "user", "assistant"]
+    assert session.history()[-1].text == "one two three"
+    assert session.active is None
+
+
+def test_deltas_sent_one_by_one_when_the_client_keeps_up() -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    seqs = [session.next_event().seq]  # type: ignore[union-attr]
+    for word in ["a", "b", "c"]:
+        session.record_output(response, word, 1)
+        event = session.next_event()
+        assert event is not None
+        seqs.append(event.seq)
+        assert event.fields["delta"] == word
+    assert seqs == [1, 2, 3, 4]
+
+
+def test_interrupt_drops_unsent_output_and_truncates_history() -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    for word in ["a", " b", " c"]:
+        session.record_output(response, word, 1)
+        session.next_event()
+    session.next_event()
+    # Three more tokens generated, never sent.
+    for word in [" d", " e", " f"]:
+        session.record_output(response, word, 1)
+    session.end_response(response, ResponseStatus.INTERRUPTED, reason="client", generated_tokens=6)
+    events = _drain(session)
+    assert [e.type for e in events] == ["response.done"]
+    usage = events[0].fields["usage"]
+    assert usage["output_tokens_generated"] == 6
+    assert usage["output_tokens_delivered"] == 3
+    assert session.history()[-1].text == "a b c"
+    # Output racing the abort is counted, not sent.
+    session.record_output(response, " g", 1)
+    assert session.next_event() is None
+    assert session.usage.output_tokens_generated == 7
+
+
+@pytest.mark.parametrize(("rendered", "kept"), [(3, "a b"), (0, None), (999, "a b c")])
+def test_interrupt_keeps_what_the_client_rendered(rendered: int, kept: str | None) -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    for word in ["a", " b", " c"]:
+        session.record_output(response, word, 1)
+    session.flush()
+    session.end_response(response, ResponseStatus.INTERRUPTED, rendered_chars=rendered)
+    last = session.history()[-1]
+    if kept is None:
+        assert last.role == "user"
+    else:
+        assert (last.role, last.text) == ("assistant", kept)
+
+
+def test_cancel_drops_the_assistant_turn() -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    session.record_output(response, "partial", 1)
+    session.flush()
+    session.end_response(response, ResponseStatus.CANCELLED, reason="client")
+    assert session.history()[-1].role == "user"
+
+
+def test_state_violations() -> None:
+    session = _session(max_input_chars=10)
+    with pytest.raises(ProtocolViolation) as info:
+        session.begin_response()
+    assert info.value.code is ErrorCode.NOTHING_TO_ANSWER
+    with pytest.raises(ProtocolViolation) as info:
+        session.check_active(None)
+    assert info.value.code is ErrorCode.NO_ACTIVE_RESPONSE
+    with pytest.raises(ProtocolViolation) as info:
+        session.add_user_text("x" * 11)
+    assert info.value.code is ErrorCode.INPUT_TOO_LONG
+    session.add_user_text("q")
+    response = session.begin_response()
+    with pytest.raises(ProtocolViolation) as info:
+        session.begin_response()
+    assert info.value.code is ErrorCode.RESPONSE_IN_PROGRESS
+    with pytest.raises(ProtocolViolation) as info:
+        session.check_active("resp_99")
+    assert info.value.code is ErrorCode.NO_ACTIVE_RESPONSE
+    assert session.check_active(response.id) is response
+
+
+def test_errors_are_sequenced_events() -> None:
+    session = _session()
+    session.queue_error(ProtocolViolation(ErrorCode.UNKNOWN_TYPE, "unknown type 'x'", "r7"))
+    (event,) = session.flush()
+    assert event.to_message() == {
+        "type": "error",
+        "seq": 1,
+        "code": "unknown_type",
+        "message": "unknown type 'x'",
+        "request_id": "r7",
+    }
+
+
+def test_max_output_tokens_is_capped_by_the_session_limit() -> None:
+    session = _session(max_output_tokens=50)
+    session.add_user_text("q")
+    assert session.begin_response(10_000).max_output_tokens == 50
+
+
+def test_settled_responses_are_reported_once() -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    session.end_response(response, ResponseStatus.COMPLETED)
+    assert session.take_settled() == []
+    assert session.unsettled() == [response]
+    session.flush()
+    assert session.take_settled() == [response]
+    assert session.take_settled() == []
