@@ -74,6 +74,8 @@ class ResponseState:
     generated_parts: list[str] = field(default_factory=list)
     delivered_tokens: int = 0
     delivered_parts: list[str] = field(default_factory=list)
+    usage_recorded: bool = False
+    """Set by the runtime once the usage went to the ledger (recorded once)."""
 
     @property
     def done(self) -> bool:

@@ -229,7 +229,8 @@ class SessionRuntime:
         active = self.session.active
         if self.connection is None and active is not None:
             self._stop(active, ResponseStatus.INCOMPLETE, reason="client_gone")
-            self.settle()
+            # Nobody may come back for the response.done: record usage now.
+            self.settle(include_unsent=True)
 
     def expire(self) -> None:
         """End the session: abort generation, record usage, forget it."""
@@ -257,6 +258,9 @@ class SessionRuntime:
         if include_unsent:
             responses += [r for r in self.session.unsettled() if r.done]
         for response in responses:
+            if response.usage_recorded:
+                continue
+            response.usage_recorded = True
             entry = ResponseUsage(
                 response.id,
                 response.status.value if response.status else "unknown",
