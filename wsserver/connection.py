@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,12 @@ class Connection:
         self._wake = asyncio.Event()
         self._closing = False
         self.sent_events = 0
+        if server.settings.socket_send_buffer:
+            sock = ws.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_SNDBUF, server.settings.socket_send_buffer
+                )
 
     # -- called by the runtime and the server ----------------------------
 

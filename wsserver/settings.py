@@ -57,6 +57,12 @@ class Settings(BaseModel):
     write_limit: int = Field(
         64 * 1024, ge=1024, description="socket write buffer high-water mark in bytes"
     )
+    socket_send_buffer: int = Field(
+        0,
+        ge=0,
+        description="kernel send buffer per connection in bytes (0 = kernel autotuning); "
+        "bounds how much a stalled client can park in the kernel",
+    )
     replay_max_events: int = Field(4096, ge=16, description="events kept for resume")
     replay_max_bytes: int = Field(1 << 20, ge=1024, description="bytes kept for resume")
     max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
