@@ -78,6 +78,7 @@ class WorkerServer:
             max_size=settings.max_frame_bytes,
             ping_interval=settings.ping_interval,
             ping_timeout=settings.ping_timeout,
+            close_timeout=settings.close_timeout,
             write_limit=settings.write_limit,
         )
         self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="heartbeat")

@@ -45,6 +45,11 @@ class Settings(BaseModel):
     ping_timeout: float = Field(
         20.0, gt=0, description="seconds to wait for a pong before closing the connection"
     )
+    close_timeout: float = Field(
+        2.0,
+        gt=0,
+        description="seconds to wait for the closing handshake before dropping the TCP connection",
+    )
     handshake_timeout: float = Field(
         10.0, gt=0, description="seconds to wait for session.start or session.resume"
     )
