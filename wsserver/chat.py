@@ -52,6 +52,7 @@ async def run_chat(args: argparse.Namespace) -> int:
         encoding=args.encoding,
         instructions=args.instructions,
         max_output_tokens=args.max_output_tokens,
+        open_timeout=args.open_timeout,
     )
     try:
         await client.open()

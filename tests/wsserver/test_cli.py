@@ -1,0 +1,141 @@
+"""The ``wsserver`` command as a user runs it: real subprocesses."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+WSSERVER = [sys.executable, "-m", "wsserver.cli"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WSSERVER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+def _read_url(process: subprocess.Popen[str]) -> str:
+    assert process.stdout is not None
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        match = re.search(r"listening on (ws://\S+)", line)
+        if match:
+            return match.group(1)
+    raise AssertionError("server did not report its address")
+
+
+@pytest.fixture
+def served() -> Iterator[str]:
+    """A worker started with the CLI, configured through an environment variable."""
+    process = subprocess.Popen(
+        [*WSSERVER, "serve", "--port", "0", "--answer-tokens", "25"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(WSSERVER_DECODE_RATE="400"),
+    )
+    try:
+        yield _read_url(process)
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["chat"]])
+def test_help(command: list[str]) -> None:
+    result = subprocess.run(
+        [*WSSERVER, *command, "--help"], capture_output=True, text=True, env=_env(), timeout=30
+    )
+    assert result.returncode == 0
+    assert "usage: wsserver" in result.stdout
+
+
+def test_serve_rejects_invalid_settings() -> None:
+    result = subprocess.run(
+        [*WSSERVER, "serve", "--decode-rate", "-3"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "decode_rate" in result.stderr
+
+
+def test_chat_one_shot_prints_the_answer_and_exits_zero(served: str) -> None:
+    result = subprocess.run(
+        [*WSSERVER, "chat", "--url", served, "hello there"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    answer, summary = result.stdout.strip().rsplit("\n", 1)
+    assert len(answer.split()) == 25
+    assert summary.startswith("[completed; tokens in ")
+    assert "delivered 25" in summary
+
+
+def test_chat_cannot_connect_exits_nonzero() -> None:
+    result = subprocess.run(
+        [*WSSERVER, "chat", "--url", "ws://127.0.0.1:9", "--open-timeout", "1", "hi"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "cannot open a session" in result.stderr
+
+
+def test_interactive_chat_enter_interrupts() -> None:
+    server = subprocess.Popen(
+        [*WSSERVER, "serve", "--port", "0", "--answer-tokens", "2000", "--decode-rate", "20"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    try:
+        url = _read_url(server)
+        chat = subprocess.Popen(
+            [*WSSERVER, "chat", "--url", url],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=_env(),
+        )
+        assert chat.stdin is not None and chat.stdout is not None
+        assert chat.stdout.readline().startswith("session sess_")
+        chat.stdin.write("tell me everything\n")
+        chat.stdin.flush()
+        # Wait until the answer streams, then press Enter.
+        first = chat.stdout.read(20)
+        assert first.strip()
+        chat.stdin.write("\n")
+        chat.stdin.flush()
+        summary = ""
+        for _ in range(50):
+            summary = chat.stdout.readline()
+            if summary.startswith("[") or not summary:
+                break
+        assert summary.startswith("[interrupted (client); tokens in ")
+        assert "generated 2000" not in summary
+        chat.stdin.close()  # Ctrl-D
+        assert chat.wait(30) == 0
+    finally:
+        server.terminate()
+        server.wait(10)
