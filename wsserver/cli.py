@@ -77,6 +77,12 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument(
         "--max-output-tokens", type=int, default=None, help="upper bound on the answer length"
     )
+    chat.add_argument(
+        "--open-timeout",
+        type=float,
+        default=5.0,
+        help="seconds to keep trying to open the session",
+    )
     chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
     return parser
 
