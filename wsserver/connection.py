@@ -23,6 +23,7 @@ from protocol.encoding import codec_for
 from protocol.errors import ProtocolViolation
 from protocol.events import PONG, Event, connection_message, error_fields
 from protocol.messages import Ping, SessionResume, SessionStart, parse_client_message
+from wsserver.ratelimit import TokenBucket
 
 if TYPE_CHECKING:
     from wsserver.runtime import SessionRuntime
@@ -44,6 +45,12 @@ class Connection:
         self._wake = asyncio.Event()
         self._closing = False
         self.sent_events = 0
+        settings = server.settings
+        self._inbound = TokenBucket(
+            settings.max_messages_per_second,
+            settings.max_message_burst,
+            asyncio.get_running_loop().time(),
+        )
         if server.settings.socket_send_buffer:
             sock = ws.transport.get_extra_info("socket")
             if sock is not None:
@@ -71,15 +78,18 @@ class Connection:
         """The outbox passed its hard bound: close with 4000 so the client resumes."""
         self.close(CloseCode.SLOW_CONSUMER, "slow consumer: resume")
 
-    def close(self, code: int, reason: str) -> None:
-        """Stop writing session events and close the socket in the background."""
+    def close(self, code: int, reason: str, *, abort_response: bool = False) -> None:
+        """Stop writing session events and close the socket in the background.
+
+        Unless ``abort_response``, the session keeps running detached (grace period)
+        because the client is expected to resume.
+        """
         if self._closing:
             return
         self._closing = True
         runtime = self.runtime
         if runtime is not None:
-            # The session keeps running detached; the client is expected to resume.
-            runtime.detach(self, explicit=False)
+            runtime.detach(self, explicit=abort_response, reason=reason)
             self.runtime = None
         self.server.spawn(self.ws.close(code, reason))
 
@@ -116,6 +126,12 @@ class Connection:
     # -- reading ---------------------------------------------------------
 
     async def _on_frame(self, frame: str | bytes) -> None:
+        if self._closing:
+            return
+        if not self._inbound.take(asyncio.get_running_loop().time()):
+            # Abuse is terminal: nobody should come back for the running response.
+            self.close(CloseCode.FLOOD, "flood", abort_response=True)
+            return
         try:
             if isinstance(frame, bytes) and is_audio_frame(frame):
                 raise ProtocolViolation(

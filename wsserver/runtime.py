@@ -85,7 +85,9 @@ class SessionRuntime:
         self.connection = connection
         return previous
 
-    def detach(self, connection: Connection, *, explicit: bool) -> None:
+    def detach(
+        self, connection: Connection, *, explicit: bool, reason: str = "client_closed"
+    ) -> None:
         """A connection went away: explicit close aborts now, a drop starts the grace period."""
         if self.connection is not connection:
             return
@@ -94,7 +96,7 @@ class SessionRuntime:
         active = self.session.active
         if active is not None:
             if explicit:
-                self._stop(active, ResponseStatus.CANCELLED, reason="client_closed")
+                self._stop(active, ResponseStatus.CANCELLED, reason=reason)
             else:
                 self._grace_timer = loop.call_later(self.grace_period, self._grace_expired)
         self._expiry_timer = loop.call_later(self.session_ttl, self.expire)

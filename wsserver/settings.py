@@ -56,6 +56,12 @@ class Settings(BaseModel):
     max_frame_bytes: int = Field(
         1 << 20, ge=1024, description="largest inbound frame; larger closes with 1009"
     )
+    max_messages_per_second: float = Field(
+        200.0, gt=0, description="inbound messages per second per connection before close 4005"
+    )
+    max_message_burst: int = Field(
+        400, ge=1, description="inbound messages accepted at once above the steady rate"
+    )
     outbox_max_bytes: int = Field(
         1 << 20, ge=1024, description="unsent bytes per connection before closing with 4000"
     )

@@ -10,7 +10,7 @@ import pytest
 from protocol.audio_frame import AudioFrame, AudioKind
 from protocol.encoding import MSGPACK_SUBPROTOCOL
 from tests.wsserver.conftest import StartServer, url_of
-from tests.wsserver.wire import RawClient
+from tests.wsserver.wire import RawClient, wait_until
 
 BEFORE_SESSION: list[tuple[str | bytes, str]] = [
     ("{not json", "invalid_json"),
@@ -185,3 +185,30 @@ async def test_newest_connection_wins_and_old_one_gets_4002(start_server: StartS
     await new.send({"type": "response.create", "input": "q"})
     assert (await new.until("response.done"))["status"] == "completed"
     await new.close()
+
+
+async def test_flood_closes_with_4005_and_aborts_the_response(start_server: StartServer) -> None:
+    server = await start_server(
+        max_messages_per_second=20, max_message_burst=20, answer_tokens=10_000, decode_rate=50
+    )
+    client = await RawClient.connect(url_of(server))
+    session_id = (await client.start())["session_id"]
+    await client.send({"type": "response.create", "input": "q"})
+    for i in range(100):
+        await client.send({"type": "ping", "id": str(i)})
+    assert await client.closed_code() == 4005
+    await wait_until(lambda: server.engine.stats()["running"] == 0)
+    last = server.sessions[session_id].session.last_response
+    assert last is not None
+    assert (last.status, last.reason) == ("cancelled", "flood")
+
+
+async def test_bursts_under_the_limit_are_fine(start_server: StartServer) -> None:
+    server = await start_server(max_messages_per_second=20, max_message_burst=50)
+    client = await RawClient.connect(url_of(server))
+    await client.start()
+    for i in range(40):
+        await client.send({"type": "ping", "id": str(i)})
+    pongs = [await client.until("pong") for _ in range(40)]
+    assert [p["request_id"] for p in pongs] == [str(i) for i in range(40)]
+    await client.close()
