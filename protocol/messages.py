@@ -135,7 +135,9 @@ def parse_client_message(obj: Any) -> ClientMessage:
     if not isinstance(obj, dict):
         raise ProtocolViolation(ErrorCode.INVALID_FIELD, "a message must be an object")
     msg_type = obj.get("type")
-    request_id = obj.get("id") if isinstance(obj.get("id"), str) else None
+    raw_id = obj.get("id")
+    # An over-long id is itself invalid: never echo it back.
+    request_id = raw_id if isinstance(raw_id, str) and len(raw_id) <= MAX_ID_LENGTH else None
     if msg_type is None:
         raise ProtocolViolation(ErrorCode.MISSING_FIELD, "missing field 'type'", request_id)
     if not isinstance(msg_type, str) or msg_type not in CLIENT_MESSAGE_TYPES:

@@ -6,6 +6,9 @@ from collections import deque
 
 from protocol.events import Event, TextDelta
 
+MAX_MERGED_BYTES = 16 * 1024
+"""A merged delta stops growing here, so one frame (and one replay entry) stays small."""
+
 
 class Outbox:
     """Unsent session events in order.
@@ -38,7 +41,11 @@ class Outbox:
     def push_text(self, response_id: str, text: str, tokens: int) -> None:
         """Queue a text delta, merging it into a queued delta of the same response."""
         tail = self._queue[-1] if self._queue else None
-        if isinstance(tail, TextDelta) and tail.response_id == response_id:
+        if (
+            isinstance(tail, TextDelta)
+            and tail.response_id == response_id
+            and tail.size < MAX_MERGED_BYTES
+        ):
             tail.merge(text, tokens)
             self.merged += 1
             self._grow(len(text))

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from itertools import islice
 
 from protocol.codes import ErrorCode
-from protocol.errors import ResumeRefused
+from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
 
 
@@ -60,7 +60,7 @@ class ReplayBuffer:
     def ack(self, seq: int) -> None:
         """Forget every event up to ``seq``: the client has them."""
         if seq > self.last_seq:
-            raise ResumeRefused(
+            raise ProtocolViolation(
                 ErrorCode.INVALID_SEQ, f"ack {seq} is ahead of last seq {self.last_seq}"
             )
         if seq <= self.acked_seq:

@@ -114,6 +114,7 @@ class ServerSession:
         self.settled: list[ResponseState] = []
         """Responses whose ``response.done`` was sent; their usage is final."""
         self._response_count = 0
+        self._queued_user_turns: list[str] = []
 
     # -- client commands -------------------------------------------------
 
@@ -124,7 +125,11 @@ class ServerSession:
                 ErrorCode.INPUT_TOO_LONG,
                 f"input has {len(text)} characters, the limit is {self.limits.max_input_chars}",
             )
-        self.conversation.add("user", text)
+        if self.active is not None:
+            # Keep the history in order: this turn follows the running answer.
+            self._queued_user_turns.append(text)
+        else:
+            self.conversation.add("user", text)
 
     def check_idle(self) -> None:
         """Raise ``response_in_progress`` if a response is running."""
@@ -133,8 +138,10 @@ class ServerSession:
                 ErrorCode.RESPONSE_IN_PROGRESS, f"response {self.active.id} is still running"
             )
 
-    def begin_response(self, max_output_tokens: int | None = None) -> ResponseState:
-        """Start a response; queues ``response.created``."""
+    def begin_response(
+        self, max_output_tokens: int | None = None, request_id: str | None = None
+    ) -> ResponseState:
+        """Start a response; queues ``response.created`` (echoing the request's id)."""
         self.check_idle()
         if not self.conversation.awaiting_answer:
             raise ProtocolViolation(
@@ -146,9 +153,10 @@ class ServerSession:
         response = ResponseState(f"resp_{self._response_count}", wanted)
         self.active = response
         self.responses[response.id] = response
-        self.outbox.push(
-            Event(RESPONSE_CREATED, {"response_id": response.id}, response_id=response.id)
-        )
+        fields: dict[str, object] = {"response_id": response.id}
+        if request_id is not None:
+            fields["request_id"] = request_id
+        self.outbox.push(Event(RESPONSE_CREATED, fields, response_id=response.id))
         return response
 
     def check_active(self, response_id: str | None) -> ResponseState:
@@ -207,6 +215,9 @@ class ServerSession:
             # Unsent output of a stopped response never reaches the client.
             self.outbox.drop_response(response.id)
         self._record_history(response, status, rendered_chars)
+        for text in self._queued_user_turns:
+            self.conversation.add("user", text)
+        self._queued_user_turns.clear()
         fields: dict[str, object] = {"response_id": response.id, "status": status.value}
         if reason is not None:
             fields["reason"] = reason

@@ -18,12 +18,19 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from protocol.audio_frame import is_audio_frame
-from protocol.codes import CloseCode, ErrorCode
+from protocol.codes import CLOSE_CODES, CloseCode, Disposition, ErrorCode
 from protocol.encoding import codec_for
 from protocol.errors import ProtocolViolation
 from protocol.events import PONG, Event, connection_message, error_fields
-from protocol.messages import Ping, SessionResume, SessionStart, parse_client_message
+from protocol.messages import (
+    ClientMessage,
+    Ping,
+    SessionResume,
+    SessionStart,
+    parse_client_message,
+)
 from wsserver.ratelimit import TokenBucket
+from wsserver.runtime import Departure
 
 if TYPE_CHECKING:
     from wsserver.runtime import SessionRuntime
@@ -78,20 +85,22 @@ class Connection:
         """The outbox passed its hard bound: close with 4000 so the client resumes."""
         self.close(CloseCode.SLOW_CONSUMER, "slow consumer: resume")
 
-    def close(self, code: int, reason: str, *, abort_response: bool = False) -> None:
+    def close(self, code: CloseCode, text: str) -> None:
         """Stop writing session events and close the socket in the background.
 
-        Unless ``abort_response``, the session keeps running detached (grace period)
-        because the client is expected to resume.
+        With a resume code the session stays detached (grace period) for the client
+        to come back; with a terminal code its response is aborted and it ends.
         """
         if self._closing:
             return
         self._closing = True
         runtime = self.runtime
         if runtime is not None:
-            runtime.detach(self, explicit=abort_response, reason=reason)
+            terminal = CLOSE_CODES[code].disposition is Disposition.TERMINAL
+            departure = Departure.ENDED if terminal else Departure.DROPPED
+            runtime.detach(self, departure, reason=CLOSE_CODES[code].name)
             self.runtime = None
-        self.server.spawn(self.ws.close(code, reason))
+        self.server.spawn(self.ws.close(code, text))
 
     # -- lifecycle -------------------------------------------------------
 
@@ -102,7 +111,6 @@ class Connection:
         handshake_timer = loop.call_later(
             self.server.settings.handshake_timeout, self._no_handshake
         )
-        explicit = False
         try:
             async for frame in self.ws:
                 await self._on_frame(frame)
@@ -110,14 +118,29 @@ class Connection:
             pass
         finally:
             handshake_timer.cancel()
-            # A close frame from the client is an explicit close; anything else is a drop.
-            explicit = self.ws.protocol.close_rcvd is not None and not self._closing
             writer.cancel()
             await asyncio.gather(writer, return_exceptions=True)
             runtime = self.runtime
             self.runtime = None
             if runtime is not None:
-                runtime.detach(self, explicit=explicit)
+                departure, reason = self._departure()
+                runtime.detach(self, departure, reason=reason)
+
+    def _departure(self) -> tuple[Departure, str]:
+        """Classify how the connection ended from the closing handshake."""
+        protocol = self.ws.protocol
+        sent, rcvd = protocol.close_sent, protocol.close_rcvd
+        if sent is not None and (rcvd is None or not protocol.close_rcvd_then_sent):
+            # The server (or the websockets library for us, e.g. 1009) started the close.
+            info = CLOSE_CODES.get(sent.code)
+            if info is not None and info.disposition is Disposition.TERMINAL:
+                return Departure.ENDED, info.name
+            return Departure.DROPPED, "connection_lost"
+        if rcvd is not None:
+            if rcvd.code == CloseCode.NORMAL:
+                return Departure.ENDED, "client_closed"
+            return Departure.CLOSED, "client_closed"
+        return Departure.DROPPED, "connection_lost"
 
     def _no_handshake(self) -> None:
         if self.runtime is None and not self._closing:
@@ -130,7 +153,7 @@ class Connection:
             return
         if not self._inbound.take(asyncio.get_running_loop().time()):
             # Abuse is terminal: nobody should come back for the running response.
-            self.close(CloseCode.FLOOD, "flood", abort_response=True)
+            self.close(CloseCode.FLOOD, "too many messages")
             return
         try:
             if isinstance(frame, bytes) and is_audio_frame(frame):
@@ -141,8 +164,22 @@ class Connection:
         except ProtocolViolation as violation:
             self.reject(violation)
             return
+        try:
+            await self._dispatch(message)
+        except Exception:
+            log.exception("failed to handle %s", message.type)
+            self.reject(
+                ProtocolViolation(
+                    ErrorCode.INTERNAL_ERROR, f"could not handle {message.type}", message.id
+                )
+            )
+
+    async def _dispatch(self, message: ClientMessage) -> None:
         if isinstance(message, Ping):
-            self.send_control(connection_message(PONG, request_id=message.id))
+            pong = connection_message(PONG)
+            if message.id is not None:
+                pong["request_id"] = message.id
+            self.send_control(pong)
         elif isinstance(message, SessionStart | SessionResume):
             if self.runtime is not None:
                 self.reject(

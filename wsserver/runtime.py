@@ -8,6 +8,7 @@ runtime outlives connections.
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -35,6 +36,21 @@ if TYPE_CHECKING:
     from wsserver.connection import Connection
 
 log = logging.getLogger(__name__)
+
+
+class Departure(enum.Enum):
+    """How a connection left its session."""
+
+    DROPPED = "dropped"
+    """Lost without a goodbye (or closed with a resume code): the running response
+    keeps generating for the grace period, the session stays resumable."""
+    CLOSED = "closed"
+    """The client closed with a code other than 1000: the running response is aborted
+    at once, the session stays resumable until its TTL."""
+    ENDED = "ended"
+    """The client closed with 1000, or the server closed with a terminal code: the
+    running response is aborted and the session is over."""
+
 
 _FINISH_STATUS = {
     FinishReason.STOP: (ResponseStatus.COMPLETED, None),
@@ -86,20 +102,27 @@ class SessionRuntime:
         return previous
 
     def detach(
-        self, connection: Connection, *, explicit: bool, reason: str = "client_closed"
+        self, connection: Connection, departure: Departure, *, reason: str = "client_closed"
     ) -> None:
-        """A connection went away: explicit close aborts now, a drop starts the grace period."""
+        """A connection went away; see :class:`Departure` for what happens to the session."""
         if self.connection is not connection:
             return
         self.connection = None
-        loop = asyncio.get_running_loop()
         active = self.session.active
-        if active is not None:
-            if explicit:
-                self._stop(active, ResponseStatus.CANCELLED, reason=reason)
-            else:
+        if departure is Departure.DROPPED:
+            loop = asyncio.get_running_loop()
+            if active is not None:
                 self._grace_timer = loop.call_later(self.grace_period, self._grace_expired)
-        self._expiry_timer = loop.call_later(self.session_ttl, self.expire)
+            self._expiry_timer = loop.call_later(self.session_ttl, self.expire)
+            return
+        if active is not None:
+            self._stop(active, ResponseStatus.CANCELLED, reason=reason)
+        if departure is Departure.ENDED:
+            self.expire()
+        else:
+            self._expiry_timer = asyncio.get_running_loop().call_later(
+                self.session_ttl, self.expire
+            )
 
     def wake(self) -> None:
         """Tell the attached connection's writer there is something to send."""
@@ -127,7 +150,7 @@ class SessionRuntime:
             session.check_idle()
             if message.input is not None:
                 session.add_user_text(message.input)
-            self._start(session.begin_response(message.max_output_tokens))
+            self._start(session.begin_response(message.max_output_tokens, message.id))
         elif isinstance(message, ResponseInterrupt):
             response = session.check_active(message.response_id)
             self._stop(

@@ -24,7 +24,7 @@ from protocol.server_session import ServerSession, SessionLimits
 from wsserver.connection import Connection
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
-from wsserver.runtime import SessionRuntime
+from wsserver.runtime import Departure, SessionRuntime
 from wsserver.settings import Settings
 from wsserver.store.base import (
     SessionRecord,
@@ -167,10 +167,10 @@ class WorkerServer:
         previous = runtime.connection
         if previous is not None:
             # The old socket is half-open or obsolete; the newest connection wins.
-            runtime.detach(previous, explicit=False)
+            runtime.detach(previous, Departure.DROPPED)
             previous.runtime = None
             previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
-        self._bind(connection, runtime, resumed=True, token=None, last_seq=message.last_seq)
+        self._bind(connection, runtime, resumed=True, token=None)
         connection.start_replay(events)
 
     async def _find_resumable(self, message: SessionResume) -> SessionRuntime:
@@ -190,7 +190,6 @@ class WorkerServer:
         *,
         resumed: bool,
         token: str | None,
-        last_seq: int = 0,
     ) -> None:
         runtime.attach(connection)
         connection.runtime = runtime
@@ -199,7 +198,7 @@ class WorkerServer:
             protocol=PROTOCOL_VERSION,
             session_id=runtime.session_id,
             resumed=resumed,
-            last_seq=last_seq if resumed else runtime.session.last_seq,
+            last_seq=runtime.session.last_seq,
             heartbeat_interval_ms=int(self.settings.heartbeat_interval * 1000),
             limits={
                 **runtime.session.limits.to_dict(),

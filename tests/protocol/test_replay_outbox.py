@@ -3,9 +3,9 @@ from __future__ import annotations
 import pytest
 
 from protocol.codes import ErrorCode
-from protocol.errors import ResumeRefused
+from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event, TextDelta
-from protocol.outbox import Outbox
+from protocol.outbox import MAX_MERGED_BYTES, Outbox
 from protocol.replay import ReplayBuffer
 
 
@@ -50,7 +50,7 @@ def test_ack_trims_and_future_seq_is_refused() -> None:
     assert buffer.forgotten_unacked == 0
     buffer.ack(2)  # an old ack is harmless
     assert buffer.first_seq == 5
-    with pytest.raises(ResumeRefused) as info:
+    with pytest.raises(ProtocolViolation) as info:
         buffer.ack(11)
     assert info.value.code is ErrorCode.INVALID_SEQ
     with pytest.raises(ResumeRefused) as info:
@@ -95,3 +95,15 @@ def test_outbox_drop_response_keeps_other_events() -> None:
     event = outbox.pop()
     assert event is not None and event.type == "response.done"
     assert outbox.nbytes == 0
+
+
+def test_merged_delta_stops_growing_at_the_cap() -> None:
+    outbox = Outbox()
+    for _ in range(MAX_MERGED_BYTES // 100 * 3):
+        outbox.push_text("r1", "x" * 100, 1)
+    assert 2 <= len(outbox) <= 4
+    sizes = []
+    while (event := outbox.pop()) is not None:
+        assert isinstance(event, TextDelta)
+        sizes.append(len(event.seal()))
+    assert max(sizes) <= MAX_MERGED_BYTES + 100

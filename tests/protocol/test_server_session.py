@@ -155,3 +155,21 @@ def test_settled_responses_are_reported_once() -> None:
     session.flush()
     assert session.take_settled() == [response]
     assert session.take_settled() == []
+
+
+def test_user_text_during_a_response_follows_its_answer() -> None:
+    session = _session()
+    session.add_user_text("first")
+    response = session.begin_response(request_id="req-1")
+    session.record_output(response, "answer", 1)
+    session.add_user_text("second")
+    session.end_response(response, ResponseStatus.COMPLETED)
+    assert [(t.role, t.text) for t in session.history()[1:]] == [
+        ("user", "first"),
+        ("assistant", "answer"),
+        ("user", "second"),
+    ]
+    created = session.flush()[0]
+    assert created.to_message()["request_id"] == "req-1"
+    # The queued turn can be answered without repeating it.
+    assert session.begin_response().id == "resp_2"

@@ -156,9 +156,17 @@ async def test_resume_refusals(start_server: StartServer) -> None:
 async def test_oversize_frame_closes_with_1009(start_server: StartServer) -> None:
     server = await start_server(max_frame_bytes=4096)
     client = await RawClient.connect(url_of(server))
-    await client.start()
+    session_id = (await client.start())["session_id"]
+    runtime = server.sessions[session_id]
+    await client.send({"type": "response.create", "input": "long answer please"})
+    await client.until("response.text.delta")
     await client.send({"type": "input.text", "text": "x" * 5000})
     assert await client.closed_code() == 1009
+    # Terminal: nobody resumes, so the response stops now rather than after the grace period.
+    await wait_until(lambda: runtime.closed)
+    last = runtime.session.last_response
+    assert last is not None
+    assert (last.status, last.reason) == ("cancelled", "message_too_big")
 
 
 async def test_no_handshake_closes_with_4001(start_server: StartServer) -> None:
@@ -193,14 +201,16 @@ async def test_flood_closes_with_4005_and_aborts_the_response(start_server: Star
     )
     client = await RawClient.connect(url_of(server))
     session_id = (await client.start())["session_id"]
+    runtime = server.sessions[session_id]
     await client.send({"type": "response.create", "input": "q"})
     for i in range(100):
         await client.send({"type": "ping", "id": str(i)})
     assert await client.closed_code() == 4005
     await wait_until(lambda: server.engine.stats()["running"] == 0)
-    last = server.sessions[session_id].session.last_response
+    last = runtime.session.last_response
     assert last is not None
     assert (last.status, last.reason) == ("cancelled", "flood")
+    assert session_id not in server.sessions, "a terminal close ends the session"
 
 
 async def test_bursts_under_the_limit_are_fine(start_server: StartServer) -> None:

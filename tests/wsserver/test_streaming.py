@@ -164,10 +164,13 @@ async def test_abrupt_drop_without_resume_stops_the_engine_after_the_grace_perio
     assert entry.usage.output_tokens_generated == stopped_at
 
 
-async def test_explicit_close_aborts_at_once(start_server: StartServer) -> None:
+async def test_explicit_close_aborts_at_once_and_ends_the_session(
+    start_server: StartServer,
+) -> None:
     server = await start_server(answer_tokens=100_000, decode_rate=100, grace_period=60)
     client = await RawClient.connect(url_of(server))
     session_id = (await client.start())["session_id"]
+    runtime = server.sessions[session_id]
     await client.send({"type": "response.create", "input": PROMPT})
     await client.until("response.text.delta")
     await client.close()
@@ -175,9 +178,34 @@ async def test_explicit_close_aborts_at_once(start_server: StartServer) -> None:
     stopped_at = _generated(server, session_id)
     await asyncio.sleep(0.1)
     assert _generated(server, session_id) == stopped_at
-    last = server.sessions[session_id].session.last_response
+    last = runtime.session.last_response
     assert last is not None
     assert (last.status, last.reason) == ("cancelled", "client_closed")
+    assert session_id not in server.sessions
+
+
+async def test_close_with_another_code_aborts_but_stays_resumable(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(answer_tokens=100_000, decode_rate=100, grace_period=60)
+    client = await RawClient.connect(url_of(server))
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": PROMPT})
+    await client.until("response.text.delta")
+    await client.ws.close(1001, "page closed")
+    await wait_until(lambda: server.engine.stats()["running"] == 0)
+    again = await RawClient.connect(url_of(server))
+    await again.send(
+        {
+            "type": "session.resume",
+            "session_id": ready["session_id"],
+            "resume_token": ready["resume_token"],
+            "last_seq": 0,
+        }
+    )
+    done = await again.until("response.done")
+    assert (done["status"], done["reason"]) == ("cancelled", "client_closed")
+    await again.close()
 
 
 async def test_interrupt_in_the_middle_of_a_10000_token_stream(start_server: StartServer) -> None:
