@@ -25,9 +25,10 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
-from protocol.client_session import TRUNCATED, ClientSession, ClientState
-from protocol.codes import Disposition
+from protocol.client_session import TRUNCATED, ClientSession, ClientState, SequenceGap
+from protocol.codes import Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
+from protocol.errors import ProtocolError
 
 _END = object()
 
@@ -304,25 +305,18 @@ class SessionClient:
                     )
                 )
                 await ws.send(self.codec.encode(first))
-                async for frame in ws:
-                    message = self.codec.decode(frame)
-                    if not isinstance(message, dict):
-                        continue
-                    for event in self.state.receive(message):
-                        if event.get("type") == "session.ready":
-                            got_ready = True
-                            self._on_ready(event)
-                        self._events.put_nowait(event)
-                    if self.state.state is ClientState.CLOSED:
-                        # Resume was refused: the session cannot go on.
-                        await ws.close(1000, "resume refused")
-                        self._finish("resume_failed", already_truncated=True)
-                        return got_ready
-                    ack = self.state.ack_message()
-                    if ack is not None:
-                        await ws.send(self.codec.encode(ack))
+                watchdog = asyncio.create_task(self._watch(ws))
+                try:
+                    got_ready = await self._read(ws)
+                finally:
+                    watchdog.cancel()
         except ConnectionClosed:
             pass
+        except (ProtocolError, SequenceGap):
+            # A frame we cannot use: drop this connection and resume from last_seq,
+            # which replays exactly what is missing.
+            if self._ws is not None:
+                self._ws.transport.abort()
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             if isinstance(exc, InvalidURI):
                 raise
@@ -332,14 +326,53 @@ class SessionClient:
             self._ws = None
         code = _close_code(ws_done)
         self.close_code = code
-        if self._closing:
+        if self._closing or self.state.state is ClientState.CLOSED:
             return got_ready
         if self.state.session_id is None and not got_ready:
-            # Never got a session: connect failures are retried like drops.
+            if code is not None and close_disposition(code) is Disposition.TERMINAL:
+                self._finish(f"closed with {code}")
+            # Otherwise connect failures are retried like drops.
             return False
         if self.state.connection_lost(code) is Disposition.TERMINAL:
             self._finish(f"closed with {code}")
         return got_ready
+
+    async def _read(self, ws: ClientConnection) -> bool:
+        got_ready = False
+        loop = asyncio.get_running_loop()
+        async for frame in ws:
+            self._last_heard = loop.time()
+            message = self.codec.decode(frame)
+            if not isinstance(message, dict):
+                continue
+            for event in self.state.receive(message):
+                if event.get("type") == "session.ready":
+                    got_ready = True
+                    self._on_ready(event)
+                self._events.put_nowait(event)
+            if self.state.state is ClientState.CLOSED:
+                # Resume was refused: the session cannot go on.
+                await ws.close(1000, "resume refused")
+                self._finish("resume_failed", already_truncated=True)
+                return got_ready
+            ack = self.state.ack_message()
+            if ack is not None:
+                await ws.send(self.codec.encode(ack))
+        return got_ready
+
+    async def _watch(self, ws: ClientConnection) -> None:
+        """Drop a connection that went silent: no heartbeat in two intervals."""
+        loop = asyncio.get_running_loop()
+        self._last_heard = loop.time()
+        while True:
+            interval = self.ready.get("heartbeat_interval_ms", 15_000) / 1000
+            allowed = 2 * interval + 1.0
+            # Re-read each round: the interval is only known after session.ready.
+            await asyncio.sleep(min(allowed / 4, 1.0))
+            if loop.time() - self._last_heard > allowed:
+                # Half-open: the server may never tell us. Reconnect and resume.
+                ws.transport.abort()
+                return
 
     def _on_ready(self, event: dict[str, Any]) -> None:
         self.ready = event

@@ -15,6 +15,8 @@ class ChoppingRelay:
         self.max_piece = max_piece
         self.random = random.Random(seed)
         self.pieces = 0
+        self.frozen: set[asyncio.StreamWriter] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -29,8 +31,13 @@ class ChoppingRelay:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
+    def freeze(self) -> None:
+        """Silently stop forwarding on every open connection (a half-open network path)."""
+        self.frozen |= self._writers
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers |= {writer, up_writer}
         for src, dst in ((reader, up_writer), (up_reader, writer)):
             task = asyncio.create_task(self._pump(src, dst))
             self._tasks.add(task)
@@ -38,6 +45,8 @@ class ChoppingRelay:
     async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
             while data := await src.read(65536):
+                if dst in self.frozen:
+                    continue
                 view = memoryview(data)
                 while view:
                     n = self.random.randint(1, self.max_piece)

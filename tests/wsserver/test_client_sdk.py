@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.relay import ChoppingRelay
 from wsserver.client import Backoff, SessionClient, SessionClosed
 
 
@@ -108,3 +109,41 @@ async def test_many_drops_during_one_answer(start_server: StartServer) -> None:
     assert "".join(parts) == expected
     numbered = [s for s in seqs if s != -1]
     assert numbered == list(range(1, len(numbered) + 1))
+
+
+async def test_silent_connection_is_detected_by_heartbeats_and_resumed(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(
+        answer_tokens=300, decode_rate=100, heartbeat_interval=0.2, ping_interval=60
+    )
+    relay = ChoppingRelay(server.port, max_piece=4096)
+    port = await relay.start()
+    try:
+        async with SessionClient(f"ws://127.0.0.1:{port}", backoff=Backoff(base=0.01)) as client:
+            await client.create_response("half-open")
+            parts: list[str] = []
+            while True:
+                event = await client.next_event(15)
+                if event["type"] == "response.text.delta":
+                    parts.append(event["delta"])
+                    if len(parts) == 10:
+                        relay.freeze()
+                if event["type"] == "response.done":
+                    break
+            assert client.reconnects >= 1
+        async with SessionClient(url_of(server)) as reference:
+            assert "".join(parts) == (await reference.ask("half-open")).text
+    finally:
+        await relay.stop()
+
+
+async def test_terminal_close_before_the_session_opens_is_not_retried(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(max_frame_bytes=1024)
+    client = SessionClient(url_of(server), instructions="x" * 5000)
+    with pytest.raises(SessionClosed):
+        await client.open()
+    assert client.close_code == 1009
+    assert client.reconnects == 0
