@@ -164,6 +164,8 @@ class ErrorCode(enum.StrEnum):
     REPLAY_UNAVAILABLE = "replay_unavailable"
     INVALID_SEQ = "invalid_seq"
     INPUT_TOO_LONG = "input_too_long"
+    CANNOT_CONTINUE = "cannot_continue"
+    STORE_UNAVAILABLE = "store_unavailable"
     ENGINE_OVERLOADED = "engine_overloaded"
     INTERNAL_ERROR = "internal_error"
 
@@ -229,6 +231,16 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
         ),
         ErrorCodeInfo(
             "input_too_long", Disposition.TERMINAL, "the input exceeds the session's limits"
+        ),
+        ErrorCodeInfo(
+            "cannot_continue",
+            Disposition.TERMINAL,
+            "response.continue names a response that is not the latest unfinished one",
+        ),
+        ErrorCodeInfo(
+            "store_unavailable",
+            Disposition.RESUME,
+            "the session store cannot be reached; retry (with backoff) later",
         ),
         ErrorCodeInfo(
             "engine_overloaded",

@@ -22,10 +22,18 @@ class Conversation:
 
     instructions: str | None = None
     turns: list[Turn] = field(default_factory=list)
+    version: int = 0
+    """Bumped on every change, so a store rewrites the history only when it changed."""
 
     def add(self, role: Role, text: str) -> None:
         """Append a turn."""
         self.turns.append(Turn(role, text))
+        self.version += 1
+
+    def pop(self) -> Turn:
+        """Remove and return the last turn."""
+        self.version += 1
+        return self.turns.pop()
 
     @property
     def awaiting_answer(self) -> bool:

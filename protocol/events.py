@@ -86,6 +86,20 @@ class TextDelta(Event):
         return text
 
 
+def event_from_message(message: dict[str, Any], size: int) -> Event:
+    """Rebuild a numbered event from its wire form (events read back from a store)."""
+    fields = {k: v for k, v in message.items() if k not in ("type", "seq")}
+    response_id = fields.get("response_id")
+    event = Event(
+        str(message["type"]),
+        fields,
+        response_id=response_id if isinstance(response_id, str) else None,
+        size=size,
+    )
+    event.seq = int(message["seq"])
+    return event
+
+
 def connection_message(type: str, **fields: Any) -> dict[str, Any]:
     """A connection-level message (no seq), such as ``session.ready`` or ``pong``."""
     message: dict[str, Any] = {"type": type}

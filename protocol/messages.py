@@ -64,6 +64,14 @@ class ResponseCreate(_Message):
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
 
+class ResponseContinue(_Message):
+    """Continue an unfinished response (failed, incomplete, interrupted) from its delivered text."""
+
+    type: Literal["response.continue"]
+    response_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
+    max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+
+
 class ResponseInterrupt(_Message):
     """Stop the running response; keep only what the client rendered or played."""
 
@@ -100,6 +108,7 @@ ClientMessage = Annotated[
     | SessionResume
     | InputText
     | ResponseCreate
+    | ResponseContinue
     | ResponseInterrupt
     | ResponseCancel
     | Ack
@@ -113,6 +122,7 @@ CLIENT_MESSAGE_TYPES: frozenset[str] = frozenset(
         "session.resume",
         "input.text",
         "response.create",
+        "response.continue",
         "response.interrupt",
         "response.cancel",
         "ack",

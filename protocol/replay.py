@@ -42,6 +42,12 @@ class ReplayBuffer:
     def __len__(self) -> int:
         return len(self._events)
 
+    def start_after(self, seq: int) -> None:
+        """Continue numbering after ``seq`` (an empty buffer restored on another worker)."""
+        if self._events:
+            raise ValueError("start_after needs an empty buffer")
+        self.last_seq = self.acked_seq = seq
+
     def append(self, event: Event) -> None:
         """Keep a just-sequenced event; its seq must follow the last one."""
         if event.seq != self.last_seq + 1:

@@ -40,6 +40,9 @@ class ResponseStatus(enum.StrEnum):
     INCOMPLETE = "incomplete"
 
 
+_CONTINUABLE = frozenset({"failed", "incomplete", "interrupted"})
+
+
 @dataclass(frozen=True, slots=True)
 class SessionLimits:
     """Bounds of one session; sent to the client in ``session.ready``."""
@@ -76,6 +79,11 @@ class ResponseState:
     delivered_parts: list[str] = field(default_factory=list)
     usage_recorded: bool = False
     """Set by the runtime once the usage went to the ledger (recorded once)."""
+    prefix: str = ""
+    """Text of the response this one continues (``response.continue``), if any."""
+    continues: str | None = None
+    history_text: str | None = None
+    """The assistant turn this response left in the conversation."""
 
     @property
     def done(self) -> bool:
@@ -113,8 +121,10 @@ class ServerSession:
         self.last_response: ResponseState | None = None
         self.settled: list[ResponseState] = []
         """Responses whose ``response.done`` was sent; their usage is final."""
-        self._response_count = 0
+        self.response_count = 0
         self._queued_user_turns: list[str] = []
+        self.unpersisted: list[Event] = []
+        """Numbered events not yet written to the session store (oldest first)."""
 
     # -- client commands -------------------------------------------------
 
@@ -147,16 +157,64 @@ class ServerSession:
             raise ProtocolViolation(
                 ErrorCode.NOTHING_TO_ANSWER, "add a user turn (input.text) before response.create"
             )
+        return self._new_response(max_output_tokens, request_id)
+
+    def _new_response(
+        self,
+        max_output_tokens: int | None,
+        request_id: str | None,
+        continues: str | None = None,
+    ) -> ResponseState:
         limit = self.limits.max_output_tokens
         wanted = min(max_output_tokens or limit, limit)
-        self._response_count += 1
-        response = ResponseState(f"resp_{self._response_count}", wanted)
+        self.response_count += 1
+        response = ResponseState(f"resp_{self.response_count}", wanted, continues=continues)
         self.active = response
         self.responses[response.id] = response
         fields: dict[str, object] = {"response_id": response.id}
         if request_id is not None:
             fields["request_id"] = request_id
+        if continues is not None:
+            fields["continues"] = continues
         self.outbox.push(Event(RESPONSE_CREATED, fields, response_id=response.id))
+        return response
+
+    def continue_response(
+        self,
+        response_id: str,
+        max_output_tokens: int | None = None,
+        request_id: str | None = None,
+    ) -> ResponseState:
+        """Start a response that continues an unfinished one from its delivered text.
+
+        Allowed for the latest response when it ended failed, incomplete or
+        interrupted and nothing was said after it.
+        """
+        self.check_idle()
+        last = self.last_response
+        if last is None or last.id != response_id:
+            raise ProtocolViolation(
+                ErrorCode.CANNOT_CONTINUE, f"{response_id} is not the latest response"
+            )
+        if last.status not in _CONTINUABLE:
+            status = last.status.value if last.status else "running"
+            raise ProtocolViolation(
+                ErrorCode.CANNOT_CONTINUE, f"{response_id} ended {status}; nothing to continue"
+            )
+        turns = self.conversation.turns
+        if last.history_text:
+            if not turns or turns[-1].role != "assistant" or turns[-1].text != last.history_text:
+                raise ProtocolViolation(
+                    ErrorCode.CANNOT_CONTINUE, "the conversation moved on after that response"
+                )
+            # The partial turn becomes the prefix the engine continues from.
+            self.conversation.pop()
+        elif not self.conversation.awaiting_answer:
+            raise ProtocolViolation(
+                ErrorCode.CANNOT_CONTINUE, "the conversation moved on after that response"
+            )
+        response = self._new_response(max_output_tokens, request_id, continues=response_id)
+        response.prefix = last.history_text or ""
         return response
 
     def check_active(self, response_id: str | None) -> ResponseState:
@@ -239,8 +297,10 @@ class ServerSession:
                 text = text[: max(0, rendered_chars)]
         else:
             text = response.generated_text()
+        text = response.prefix + text
         if text:
             self.conversation.add("assistant", text)
+            response.history_text = text
 
     # -- errors ----------------------------------------------------------
 
@@ -269,7 +329,13 @@ class ServerSession:
             self.settled.append(response)
         event.seq = self.replay.last_seq + 1
         self.replay.append(event)
+        self.unpersisted.append(event)
         return event
+
+    def take_unpersisted(self) -> list[Event]:
+        """Numbered events to write to the store, handed over once."""
+        events, self.unpersisted = self.unpersisted, []
+        return events
 
     def take_settled(self) -> list[ResponseState]:
         """Responses settled since the last call (for the usage ledger)."""

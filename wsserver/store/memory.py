@@ -1,46 +1,156 @@
-"""In-memory session store: the embedded default for a single worker."""
+"""In-memory session store: the embedded default for a single worker.
+
+It keeps the same contract as the Redis store (epochs, leases, a capped replay
+log with a resume window, a usage ledger), with expiry checked on access.
+"""
 
 from __future__ import annotations
 
-from collections import OrderedDict
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
-from wsserver.store.base import ResponseUsage, SessionRecord
+from wsserver.store.base import (
+    AppendBatch,
+    LogSlice,
+    ResponseUsage,
+    SessionRecord,
+    StoreLimits,
+)
 
-_KEEP_ENDED = 10_000
+
+@dataclass(slots=True)
+class _Entry:
+    record: SessionRecord
+    touched: float
+    lease_until: float
+    log: deque[tuple[int, bytes]] = field(default_factory=deque)
+    log_bytes: int = 0
 
 
 class MemorySessionStore:
-    """Session records in a dict; ended sessions' usage kept for a while."""
+    """Session records, logs and ledgers in dicts."""
 
-    def __init__(self) -> None:
-        self._records: dict[str, SessionRecord] = {}
-        self._ended: OrderedDict[str, SessionRecord] = OrderedDict()
+    shared = False
+
+    def __init__(
+        self, limits: StoreLimits | None = None, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limits = limits or StoreLimits()
+        self._clock = clock
+        self._entries: dict[str, _Entry] = {}
+        self._ledgers: dict[str, list[ResponseUsage]] = {}
+
+    def _live(self, session_id: str) -> _Entry | None:
+        entry = self._entries.get(session_id)
+        if entry is None:
+            return None
+        now = self._clock()
+        if now - entry.touched > self.limits.session_ttl:
+            del self._entries[session_id]
+            return None
+        if now - entry.touched > self.limits.resume_window:
+            # The replay log has a shorter life than the record and its snapshot.
+            entry.log.clear()
+            entry.log_bytes = 0
+            entry.record.partial_text = ""
+        return entry
+
+    def _touch(self, entry: _Entry, owner: str | None) -> None:
+        now = self._clock()
+        entry.touched = now
+        if owner is not None:
+            entry.record.owner = owner
+            entry.lease_until = now + self.limits.lease_ttl
 
     async def create(self, record: SessionRecord) -> None:
-        self._records[record.session_id] = record
+        now = self._clock()
+        self._entries[record.session_id] = _Entry(
+            replace(record), now, now + self.limits.lease_ttl
+        )
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        return self._records.get(session_id)
+        entry = self._live(session_id)
+        if entry is None:
+            return None
+        record = replace(entry.record)
+        record.owner_live = entry.lease_until > self._clock()
+        return record
 
-    async def remove(self, session_id: str) -> None:
-        record = self._records.pop(session_id, None)
-        if record is not None:
-            # Usage outlives the session: billing reads it after the fact.
-            self._ended[session_id] = record
-            while len(self._ended) > _KEEP_ENDED:
-                self._ended.popitem(last=False)
+    async def claim(self, session_id: str, owner: str) -> SessionRecord | None:
+        entry = self._live(session_id)
+        if entry is None:
+            return None
+        before = replace(entry.record)
+        before.owner_live = entry.lease_until > self._clock()
+        entry.record.epoch += 1
+        before.epoch = entry.record.epoch
+        self._touch(entry, owner)
+        return before
+
+    async def append(self, batches: Sequence[AppendBatch]) -> set[str]:
+        stale: set[str] = set()
+        for batch in batches:
+            entry = self._live(batch.session_id)
+            if entry is None or entry.record.epoch != batch.epoch:
+                stale.add(batch.session_id)
+                continue
+            last = entry.log[-1][0] if entry.log else 0
+            for seq, payload in batch.events:
+                if seq > last:
+                    entry.log.append((seq, payload))
+                    entry.log_bytes += len(payload)
+                    last = seq
+            self._trim(entry)
+            record = entry.record
+            record.stream = batch.stream
+            if batch.conversation is not None:
+                record.conversation = batch.conversation
+            if batch.partial_reset:
+                record.partial_text = ""
+            record.partial_text += batch.partial_append
+            self._touch(entry, batch.owner)
+        return stale
+
+    def _trim(self, entry: _Entry) -> None:
+        limits = self.limits
+        while entry.log and (
+            len(entry.log) > limits.log_max_events or entry.log_bytes > limits.log_max_bytes
+        ):
+            entry.log_bytes -= len(entry.log.popleft()[1])
+
+    async def read_log(self, session_id: str, after_seq: int) -> LogSlice:
+        entry = self._live(session_id)
+        if entry is None:
+            return LogSlice(after_seq + 1, [])
+        last_seq = int(entry.record.stream.get("last_seq", 0))
+        first = entry.log[0][0] if entry.log else last_seq + 1
+        return LogSlice(first, [(s, p) for s, p in entry.log if s > after_seq])
+
+    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> set[str]:
+        stale: set[str] = set()
+        for session_id, epoch, owner in leases:
+            entry = self._live(session_id)
+            if entry is None or entry.record.epoch != epoch:
+                stale.add(session_id)
+            else:
+                self._touch(entry, owner)
+        return stale
+
+    async def remove(self, session_id: str, epoch: int) -> None:
+        entry = self._entries.get(session_id)
+        if entry is not None and entry.record.epoch == epoch:
+            del self._entries[session_id]
 
     async def record_usage(self, session_id: str, entry: ResponseUsage) -> None:
-        record = self._records.get(session_id) or self._ended.get(session_id)
-        if record is not None:
-            record.responses.append(entry)
+        self._ledgers.setdefault(session_id, []).append(entry)
 
-    async def usage_record(self, session_id: str) -> SessionRecord | None:
-        """A session's record, live or ended (for usage reports)."""
-        return self._records.get(session_id) or self._ended.get(session_id)
+    async def usage(self, session_id: str) -> list[ResponseUsage]:
+        return list(self._ledgers.get(session_id, []))
 
     async def ready(self) -> bool:
         return True
 
     async def close(self) -> None:
-        self._records.clear()
+        self._entries.clear()

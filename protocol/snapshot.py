@@ -1,0 +1,181 @@
+"""Session snapshots: what a store keeps so another worker can take a session over.
+
+A snapshot has two parts written at different rates: the conversation (rewritten
+only when a turn changes) and the stream state (last seq and the running
+response's counters, small, written with every batch of events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from protocol.conversation import Turn
+from protocol.events import Event
+from protocol.server_session import ResponseState, ResponseStatus, ServerSession, SessionLimits
+
+
+@dataclass(slots=True)
+class ConversationSnapshot:
+    """The conversation, the limits and the latest ended response."""
+
+    instructions: str | None
+    limits: dict[str, int]
+    turns: list[tuple[str, str]]
+    response_count: int
+    last_response: dict[str, Any] | None
+    version: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConversationSnapshot:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            instructions=data.get("instructions"),
+            limits=dict(data["limits"]),
+            turns=[(str(r), str(t)) for r, t in data["turns"]],
+            response_count=int(data["response_count"]),
+            last_response=data.get("last_response"),
+            version=int(data.get("version", 0)),
+        )
+
+    def public(self) -> dict[str, Any]:
+        """What a client may see when its session cannot be resumed."""
+        return {
+            "conversation": [{"role": r, "text": t} for r, t in self.turns],
+            "last_response": self.last_response,
+        }
+
+
+@dataclass(slots=True)
+class StreamSnapshot:
+    """Seq and the running response's counters as of the last persisted event."""
+
+    last_seq: int
+    active: dict[str, Any] | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StreamSnapshot:
+        """Inverse of :meth:`to_dict`."""
+        return cls(last_seq=int(data["last_seq"]), active=data.get("active"))
+
+
+def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
+    """Snapshot of the conversation part."""
+    last = session.last_response
+    return ConversationSnapshot(
+        instructions=session.conversation.instructions,
+        limits=session.limits.to_dict(),
+        turns=[(t.role, t.text) for t in session.conversation.turns],
+        response_count=session.response_count,
+        last_response=(
+            {
+                "response_id": last.id,
+                "status": last.status.value if last.status else None,
+                "reason": last.reason,
+                "text": last.history_text or "",
+            }
+            if last is not None and last.done
+            else None
+        ),
+        version=session.conversation.version,
+    )
+
+
+def stream_snapshot(session: ServerSession) -> StreamSnapshot:
+    """Snapshot of the stream part."""
+    active = session.active
+    return StreamSnapshot(
+        last_seq=session.last_seq,
+        active=(
+            {
+                "response_id": active.id,
+                "input_tokens": active.input_tokens,
+                "generated_tokens": active.generated_tokens,
+                "delivered_tokens": active.delivered_tokens,
+                "max_output_tokens": active.max_output_tokens,
+                "prefix": active.prefix,
+                "continues": active.continues,
+            }
+            if active is not None
+            else None
+        ),
+    )
+
+
+def restore_session(
+    session_id: str,
+    conversation: ConversationSnapshot,
+    stream: StreamSnapshot,
+    replay: list[Event],
+    *,
+    client_last_seq: int,
+    partial_text: str,
+) -> tuple[ServerSession, ResponseState | None]:
+    """Rebuild a session on a new owner.
+
+    ``replay`` holds the persisted events after ``client_last_seq``. Numbering
+    continues after the larger of the store's and the client's last seq: a
+    client may hold events its old worker never persisted, and a new event must
+    never reuse their numbers. Returns the session and the response that was
+    running on the old owner (still open; the caller ends it).
+    """
+    limits = SessionLimits(**conversation.limits)
+    session = ServerSession(session_id, limits, conversation.instructions)
+    for role, text in conversation.turns:
+        session.conversation.add(role, text)  # type: ignore[arg-type]
+    session.conversation.version = conversation.version
+    session.response_count = conversation.response_count
+    if conversation.last_response is not None:
+        session.last_response = _ended_response(conversation.last_response, limits)
+    if replay:
+        session.replay.start_after(replay[0].seq - 1)
+        for event in replay:
+            session.replay.append(event)
+    else:
+        session.replay.start_after(max(stream.last_seq, client_last_seq))
+    lost = None
+    if stream.active is not None:
+        lost = _running_response(stream.active, partial_text)
+        session.active = lost
+        session.responses[lost.id] = lost
+        session.usage.input_tokens += lost.input_tokens
+        session.usage.output_tokens_generated += lost.generated_tokens
+        session.usage.output_tokens_delivered += lost.delivered_tokens
+    return session, lost
+
+
+def _ended_response(data: dict[str, Any], limits: SessionLimits) -> ResponseState:
+    response = ResponseState(str(data["response_id"]), limits.max_output_tokens)
+    status = data.get("status")
+    response.status = ResponseStatus(status) if status else ResponseStatus.COMPLETED
+    response.reason = data.get("reason")
+    response.history_text = data.get("text") or None
+    response.usage_recorded = True
+    return response
+
+
+def _running_response(data: dict[str, Any], partial_text: str) -> ResponseState:
+    response = ResponseState(str(data["response_id"]), int(data["max_output_tokens"]))
+    response.input_tokens = int(data["input_tokens"])
+    response.generated_tokens = int(data["generated_tokens"])
+    response.delivered_tokens = int(data["delivered_tokens"])
+    response.prefix = str(data.get("prefix") or "")
+    response.continues = data.get("continues")
+    if partial_text:
+        # What the store has is all anyone can vouch for: it is the response's text now.
+        response.generated_parts = [partial_text]
+        response.delivered_parts = [partial_text]
+    return response
+
+
+def turns_of(snapshot: ConversationSnapshot) -> list[Turn]:
+    """The snapshot's conversation as turns."""
+    return [Turn(role, text) for role, text in snapshot.turns]  # type: ignore[arg-type]

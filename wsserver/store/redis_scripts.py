@@ -1,0 +1,89 @@
+"""Lua scripts of the Redis store.
+
+Every script touches the keys of one session only, and all of a session's keys
+share the hash tag ``{session-id}``, so the scripts run unchanged on Redis
+Cluster. The fencing epoch is checked inside each write script: a stale owner's
+write is rejected atomically, never half-applied.
+"""
+
+from __future__ import annotations
+
+# KEYS: meta, log, partial, lease
+# ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, max_events, max_bytes,
+#       stream_json, conversation_json ('' = unchanged), partial_reset ('0'|'1'),
+#       partial_append, n, then n pairs (seq, payload)
+# Returns 1, or -1 for a stale epoch, -2 for a session that is gone.
+APPEND = """
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then return -2 end
+if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
+local n = tonumber(ARGV[12])
+local added = 0
+for i = 0, n - 1 do
+  local seq = ARGV[13 + 2 * i]
+  local payload = ARGV[14 + 2 * i]
+  -- A retried batch re-sends events already stored; their ids are not new.
+  local ok = redis.pcall('XADD', KEYS[2], seq .. '-0', 'p', payload)
+  if type(ok) ~= 'table' or not ok['err'] then
+    added = added + #payload
+  end
+end
+local bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', added)
+local max_events = tonumber(ARGV[6])
+local max_bytes = tonumber(ARGV[7])
+while true do
+  local len = redis.call('XLEN', KEYS[2])
+  if len == 0 or (len <= max_events and bytes <= max_bytes) then break end
+  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+  redis.call('XDEL', KEYS[2], oldest[1])
+  bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', -#oldest[2][2])
+end
+redis.call('HSET', KEYS[1], 'stream', ARGV[8], 'owner', ARGV[2])
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'conversation', ARGV[9]) end
+if ARGV[10] == '1' then redis.call('DEL', KEYS[3]) end
+if ARGV[11] ~= '' then redis.call('APPEND', KEYS[3], ARGV[11]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
+redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
+return 1
+"""
+
+# KEYS: meta, lease
+# ARGV: owner, lease_ttl_ms, meta_ttl_ms
+# Returns {new_epoch, previous_owner_or_empty, previous_lease_live (0|1)} or nil.
+CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
+local previous = redis.call('GET', KEYS[2])
+local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+local recorded = redis.call('HGET', KEYS[1], 'owner') or ''
+redis.call('HSET', KEYS[1], 'owner', ARGV[1])
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+local live = 0
+if previous then live = 1 end
+return {epoch, previous or recorded, live}
+"""
+
+# KEYS: meta, log, partial, lease
+# ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms
+# Returns 1, -1 (stale) or -2 (gone).
+RENEW = """
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then return -2 end
+if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
+redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
+return 1
+"""
+
+# KEYS: meta, log, partial, lease
+# ARGV: epoch
+REMOVE = """
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch or tonumber(epoch) ~= tonumber(ARGV[1]) then return 0 end
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+return 1
+"""
