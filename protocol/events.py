@@ -107,9 +107,13 @@ def connection_message(type: str, **fields: Any) -> dict[str, Any]:
     return message
 
 
-def error_fields(code: str, message: str, request_id: str | None) -> dict[str, Any]:
+def error_fields(
+    code: str, message: str, request_id: str | None, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Fields of an ``error`` event."""
     fields: dict[str, Any] = {"code": code, "message": message}
     if request_id is not None:
         fields["request_id"] = request_id
+    if details:
+        fields.update(details)
     return fields

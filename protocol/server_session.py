@@ -306,7 +306,9 @@ class ServerSession:
 
     def queue_error(self, violation: ProtocolViolation) -> None:
         """Queue an in-band ``error`` event for a rejected client message."""
-        fields = error_fields(violation.code.value, violation.message, violation.request_id)
+        fields = error_fields(
+            violation.code.value, violation.message, violation.request_id, violation.details
+        )
         self.outbox.push(Event(ERROR, fields))
 
     # -- sending ---------------------------------------------------------

@@ -209,7 +209,9 @@ class Connection:
             runtime.session.queue_error(violation)
             self.wake()
         else:
-            fields = error_fields(violation.code.value, violation.message, violation.request_id)
+            fields = error_fields(
+                violation.code.value, violation.message, violation.request_id, violation.details
+            )
             self.send_control(connection_message("error", **fields))
 
     # -- writing ---------------------------------------------------------
@@ -235,6 +237,8 @@ class Connection:
                     event = runtime.session.next_event()
                     if event is None:
                         break
+                    # Numbered events go to the store in the next batch, sent or not.
+                    runtime.persist()
                     await ws.send(encode(event.to_message()))
                     self.sent_events += 1
                     if event.type == "response.done":

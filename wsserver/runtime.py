@@ -1,8 +1,8 @@
 """The session runtime: drives a sans-I/O :class:`ServerSession` with real tasks.
 
 It owns the engine generation of the running response, the grace timer of a
-detached session and its expiry timer. A connection attaches to it; the
-runtime outlives connections.
+detached session and its expiry timer, and the session's journal of writes to
+the store. A connection attaches to it; the runtime outlives connections.
 """
 
 from __future__ import annotations
@@ -10,15 +10,17 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
+from protocol.codes import CloseCode
 from protocol.errors import ProtocolViolation
 from protocol.messages import (
     Ack,
     ClientMessage,
     InputText,
     ResponseCancel,
+    ResponseContinue,
     ResponseCreate,
     ResponseInterrupt,
 )
@@ -30,7 +32,8 @@ from wsserver.engine.base import (
     Generation,
     GenerationRequest,
 )
-from wsserver.store.base import ResponseUsage, SessionStore
+from wsserver.persistence import Persister, SessionJournal
+from wsserver.store.base import ResponseUsage
 
 if TYPE_CHECKING:
     from wsserver.connection import Connection
@@ -60,32 +63,52 @@ _FINISH_STATUS = {
 }
 
 
+class RuntimeHost(Protocol):
+    """What a runtime needs from its worker."""
+
+    def session_ended(self, runtime: SessionRuntime, *, remove_from_store: bool) -> None:
+        """Forget the runtime (and, for an ended session, its store record)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeContext:
+    """Collaborators and timings shared by every runtime of a worker."""
+
+    engine: Engine
+    persister: Persister
+    host: RuntimeHost
+    worker_id: str
+    grace_period: float
+    resume_window: float
+
+
 class SessionRuntime:
     """One live session on this worker."""
 
     def __init__(
-        self,
-        session: ServerSession,
-        engine: Engine,
-        store: SessionStore,
-        *,
-        grace_period: float,
-        session_ttl: float,
-        on_expire: Callable[[SessionRuntime], None],
+        self, session: ServerSession, context: RuntimeContext, *, token_hash: str, epoch: int
     ) -> None:
         self.session = session
-        self.engine = engine
-        self.store = store
-        self.grace_period = grace_period
-        self.session_ttl = session_ttl
+        self.context = context
+        self.engine = context.engine
+        self.token_hash = token_hash
+        self.journal = SessionJournal(session, epoch, context.worker_id)
         self.connection: Connection | None = None
-        self._on_expire = on_expire
         self._generation: Generation | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._expiry_timer: asyncio.TimerHandle | None = None
-        self._background: set[asyncio.Task[None]] = set()
         self.closed = False
+
+    @property
+    def epoch(self) -> int:
+        """The fencing epoch this worker holds for the session."""
+        return self.journal.epoch
+
+    def persist(self) -> None:
+        """Schedule the session's new events and state for the store."""
+        self.context.persister.mark(self)
 
     @property
     def session_id(self) -> str:
@@ -109,20 +132,18 @@ class SessionRuntime:
             return
         self.connection = None
         active = self.session.active
+        loop = asyncio.get_running_loop()
         if departure is Departure.DROPPED:
-            loop = asyncio.get_running_loop()
             if active is not None:
-                self._grace_timer = loop.call_later(self.grace_period, self._grace_expired)
-            self._expiry_timer = loop.call_later(self.session_ttl, self.expire)
-            return
-        if active is not None:
+                self._grace_timer = loop.call_later(self.context.grace_period, self._grace_expired)
+        elif active is not None:
             self._stop(active, ResponseStatus.CANCELLED, reason=reason)
         if departure is Departure.ENDED:
-            self.expire()
+            self.end(remove_from_store=True)
         else:
-            self._expiry_timer = asyncio.get_running_loop().call_later(
-                self.session_ttl, self.expire
-            )
+            self._expiry_timer = loop.call_later(self.context.resume_window, self.expire)
+        # Whatever was numbered for the departed client goes to the store now.
+        self.persist()
 
     def wake(self) -> None:
         """Tell the attached connection's writer there is something to send."""
@@ -141,6 +162,7 @@ class SessionRuntime:
                 violation.request_id = message.id
             self.session.queue_error(violation)
         self.wake()
+        self.persist()
 
     def _dispatch(self, message: ClientMessage) -> None:
         session = self.session
@@ -151,6 +173,12 @@ class SessionRuntime:
             if message.input is not None:
                 session.add_user_text(message.input)
             self._start(session.begin_response(message.max_output_tokens, message.id))
+        elif isinstance(message, ResponseContinue):
+            self._start(
+                session.continue_response(
+                    message.response_id, message.max_output_tokens, message.id
+                )
+            )
         elif isinstance(message, ResponseInterrupt):
             response = session.check_active(message.response_id)
             self._stop(
@@ -172,11 +200,17 @@ class SessionRuntime:
             request_id=f"{self.session_id}/{response.id}",
             prompt=self.session.history(),
             max_output_tokens=response.max_output_tokens,
+            prefix=response.prefix,
         )
         try:
             generation = self.engine.submit(request)
         except EngineOverloaded:
             self.session.end_response(response, ResponseStatus.FAILED, reason="engine_overloaded")
+            return
+        except Exception:
+            # Never leave a response open that nothing will finish.
+            log.exception("engine refused %s", request.request_id)
+            self.session.end_response(response, ResponseStatus.FAILED, reason="engine_error")
             return
         self._generation = generation
         self._consumer = asyncio.create_task(
@@ -246,6 +280,12 @@ class SessionRuntime:
         else:
             # Nobody is reading: number the backlog into the bounded replay buffer.
             self.session.flush()
+            self.persist()
+
+    def end_lost_response(self, response: ResponseState, reason: str) -> None:
+        """End a response whose worker is gone, with the usage the store had."""
+        self.session.end_response(response, ResponseStatus.FAILED, reason=reason)
+        self.persist()
 
     # -- timers ----------------------------------------------------------
 
@@ -258,7 +298,14 @@ class SessionRuntime:
             self.settle(include_unsent=True)
 
     def expire(self) -> None:
-        """End the session: abort generation, record usage, forget it."""
+        """The resume window passed: stop, record usage, drop the local runtime.
+
+        The store keeps the record (and its snapshot) until its own TTL.
+        """
+        self.end(remove_from_store=False)
+
+    def end(self, *, remove_from_store: bool) -> None:
+        """Stop generating, record usage, persist the last events, forget the session."""
         if self.closed:
             return
         self.closed = True
@@ -266,8 +313,26 @@ class SessionRuntime:
         active = self.session.active
         if active is not None:
             self._stop(active, ResponseStatus.INCOMPLETE, reason="session_expired")
+        self.session.flush()
         self.settle(include_unsent=True)
-        self._on_expire(self)
+        self.persist()
+        self.context.host.session_ended(self, remove_from_store=remove_from_store)
+
+    def moved(self) -> None:
+        """Another worker took the session over: stop at once, say nothing more."""
+        if self.closed:
+            return
+        self.closed = True
+        self._cancel_timers()
+        generation = self._generation
+        if generation is not None:
+            # The new owner ends this response; generating on would be for nobody.
+            generation.abort()
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.runtime = None
+            connection.close(CloseCode.SESSION_MOVED, "session moved to another worker")
+        self.context.host.session_ended(self, remove_from_store=False)
 
     def _cancel_timers(self) -> None:
         for timer in (self._grace_timer, self._expiry_timer):
@@ -286,18 +351,13 @@ class SessionRuntime:
             if response.usage_recorded:
                 continue
             response.usage_recorded = True
-            entry = ResponseUsage(
-                response.id,
-                response.status.value if response.status else "unknown",
-                response.reason,
-                response.usage(),
+            self.journal.usage.append(
+                ResponseUsage(
+                    response.id,
+                    response.status.value if response.status else "unknown",
+                    response.reason,
+                    response.usage(),
+                )
             )
-            task = asyncio.create_task(self._record(entry))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-
-    async def _record(self, entry: ResponseUsage) -> None:
-        try:
-            await self.store.record_usage(self.session_id, entry)
-        except Exception:
-            log.exception("could not record usage of %s", entry.response_id)
+        if responses:
+            self.persist()

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import secrets
+import socket
 import time
 from collections.abc import Coroutine
 from http import HTTPStatus
@@ -15,25 +17,21 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from protocol.codes import CloseCode, ErrorCode
+from protocol.codes import CloseCode
 from protocol.encoding import SUBPROTOCOLS
-from protocol.errors import ProtocolViolation, ResumeRefused
+from protocol.errors import ProtocolViolation
 from protocol.events import HEARTBEAT, SESSION_READY, connection_message
 from protocol.messages import SessionResume, SessionStart
-from protocol.server_session import ServerSession, SessionLimits
 from wsserver.connection import Connection
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
-from wsserver.runtime import Departure, SessionRuntime
+from wsserver.persistence import Persister
+from wsserver.runtime import Departure, RuntimeContext, SessionRuntime
+from wsserver.sessions import SessionManager
 from wsserver.settings import Settings
-from wsserver.store.base import (
-    SessionRecord,
-    SessionStore,
-    hash_token,
-    new_resume_token,
-    token_matches,
-)
-from wsserver.store.memory import MemorySessionStore
+from wsserver.store.base import SessionStore, SessionStoreUnavailable
+from wsserver.store.factory import open_store
+from wsserver.usage import usage_report
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +39,7 @@ PROTOCOL_VERSION = "wsserver.v1"
 
 
 class WorkerServer:
-    """Accepts connections, opens and resumes sessions, sends heartbeats."""
+    """Accepts connections, binds them to sessions, sends heartbeats, serves health."""
 
     def __init__(
         self,
@@ -51,20 +49,40 @@ class WorkerServer:
         store: SessionStore | None = None,
     ) -> None:
         self.settings = settings or Settings()
-        self.engine: Engine = engine or SimulatedEngine(self.settings.simulated_engine())
-        self.store: SessionStore = store or MemorySessionStore()
-        self.limits: SessionLimits = self.settings.limits()
-        self.sessions: dict[str, SessionRuntime] = {}
+        settings = self.settings
+        self.worker_id = settings.worker_id or default_worker_id()
+        self.engine: Engine = engine or SimulatedEngine(settings.simulated_engine())
+        self.store: SessionStore = store or open_store(
+            settings.store, settings.store_limits(), timeout=settings.store_timeout
+        )
+        self.persister = Persister(self.store, interval=settings.store_flush_ms / 1000)
+        self.manager = SessionManager(self.store, self._runtime_context, settings.limits())
         self.connections: set[Connection] = set()
+        self.draining = False
         self._server: Server | None = None
-        self._heartbeat: asyncio.Task[None] | None = None
+        self._loops: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
         self.started_at = time.time()
+
+    def _runtime_context(self, manager: SessionManager) -> RuntimeContext:
+        return RuntimeContext(
+            engine=self.engine,
+            persister=self.persister,
+            host=manager,
+            worker_id=self.worker_id,
+            grace_period=self.settings.grace_period,
+            resume_window=self.settings.resume_window,
+        )
+
+    @property
+    def sessions(self) -> dict[str, SessionRuntime]:
+        """Live sessions on this worker, by id."""
+        return self.manager.sessions
 
     # -- lifecycle -------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the engine, the listener and the heartbeat ticker."""
+        """Start the engine, the listener, the store writer and the heartbeat ticker."""
         settings = self.settings
         await self.engine.start()
         self._server = await serve(
@@ -81,7 +99,11 @@ class WorkerServer:
             close_timeout=settings.close_timeout,
             write_limit=settings.write_limit,
         )
-        self._heartbeat = asyncio.create_task(self._heartbeat_loop(), name="heartbeat")
+        self._loops = [
+            asyncio.create_task(self.persister.run(), name="store writer"),
+            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
+            asyncio.create_task(self._lease_loop(), name="leases"),
+        ]
 
     @property
     def port(self) -> int:
@@ -91,18 +113,21 @@ class WorkerServer:
         return sockname[1]
 
     async def stop(self) -> None:
-        """Shutdown: stop accepting, close clients with 1001, expire sessions, stop the engine."""
+        """Shutdown: stop accepting, close clients with 1001, persist, stop the engine."""
         if self._server is None:
             return
         self._server.close(close_connections=False)
         for connection in list(self.connections):
             connection.close(CloseCode.GOING_AWAY, "server shutting down: resume elsewhere")
         await self._server.wait_closed()
-        if self._heartbeat is not None:
-            self._heartbeat.cancel()
         for runtime in list(self.sessions.values()):
             runtime.expire()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.manager.drain_tasks()
+        await self.persister.flush()
+        for loop_task in self._loops:
+            loop_task.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
         await self.engine.close()
         await self.store.close()
         self._server = None
@@ -130,35 +155,18 @@ class WorkerServer:
 
     async def open_session(self, connection: Connection, message: SessionStart) -> None:
         """Create a session and bind it to the connection."""
-        session_id = "sess_" + secrets.token_urlsafe(16)
-        token = new_resume_token()
-        limits = self.limits
-        if message.settings is not None and message.settings.max_output_tokens is not None:
-            limits = SessionLimits(
-                **{
-                    **limits.to_dict(),
-                    "max_output_tokens": min(
-                        message.settings.max_output_tokens, limits.max_output_tokens
-                    ),
-                }
-            )
-        await self.store.create(SessionRecord(session_id, hash_token(token), time.time()))
-        session = ServerSession(session_id, limits, message.instructions)
-        runtime = SessionRuntime(
-            session,
-            self.engine,
-            self.store,
-            grace_period=self.settings.grace_period,
-            session_ttl=self.settings.session_ttl,
-            on_expire=self._expired,
-        )
-        self.sessions[session_id] = runtime
+        try:
+            runtime, token = await self.manager.open(message)
+        except ProtocolViolation as violation:
+            violation.request_id = violation.request_id or message.id
+            connection.reject(violation)
+            return
         self._bind(connection, runtime, resumed=False, token=token)
 
     async def resume_session(self, connection: Connection, message: SessionResume) -> None:
         """Re-attach a session and replay what the client missed, or refuse explicitly."""
         try:
-            runtime = await self._find_resumable(message)
+            runtime = await self.manager.resume(message)
             events = runtime.session.replay_after(message.last_seq)
         except ProtocolViolation as violation:
             violation.request_id = violation.request_id or message.id
@@ -173,16 +181,6 @@ class WorkerServer:
         self._bind(connection, runtime, resumed=True, token=None)
         connection.start_replay(events)
 
-    async def _find_resumable(self, message: SessionResume) -> SessionRuntime:
-        runtime = self.sessions.get(message.session_id)
-        record = await self.store.get(message.session_id)
-        if runtime is None or record is None or runtime.closed:
-            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
-        if not token_matches(message.resume_token, record.token_hash):
-            # Same answer shape as an unknown session would leak nothing more.
-            raise ResumeRefused(ErrorCode.INVALID_RESUME_TOKEN, "resume token does not match")
-        return runtime
-
     def _bind(
         self,
         connection: Connection,
@@ -193,29 +191,26 @@ class WorkerServer:
     ) -> None:
         runtime.attach(connection)
         connection.runtime = runtime
+        settings = self.settings
         ready = connection_message(
             SESSION_READY,
             protocol=PROTOCOL_VERSION,
             session_id=runtime.session_id,
             resumed=resumed,
             last_seq=runtime.session.last_seq,
-            heartbeat_interval_ms=int(self.settings.heartbeat_interval * 1000),
+            heartbeat_interval_ms=int(settings.heartbeat_interval * 1000),
             limits={
                 **runtime.session.limits.to_dict(),
-                "max_frame_bytes": self.settings.max_frame_bytes,
-                "grace_period_ms": int(self.settings.grace_period * 1000),
-                "session_ttl_ms": int(self.settings.session_ttl * 1000),
+                "max_frame_bytes": settings.max_frame_bytes,
+                "grace_period_ms": int(settings.grace_period * 1000),
+                "resume_window_ms": int(settings.resume_window * 1000),
             },
         )
         if token is not None:
             ready["resume_token"] = token
         connection.send_control(ready)
 
-    def _expired(self, runtime: SessionRuntime) -> None:
-        self.sessions.pop(runtime.session_id, None)
-        self.spawn(self.store.remove(runtime.session_id))
-
-    # -- heartbeats ------------------------------------------------------
+    # -- periodic work -----------------------------------------------------
 
     async def _heartbeat_loop(self) -> None:
         # One ticker for all connections instead of a timer task per connection.
@@ -232,6 +227,12 @@ class WorkerServer:
                         )
                     )
 
+    async def _lease_loop(self) -> None:
+        # Renew well before the lease runs out, so a live owner never looks dead.
+        while True:
+            await asyncio.sleep(self.settings.lease_ttl / 3)
+            await self.manager.renew_leases()
+
     # -- HTTP endpoints ----------------------------------------------------
 
     async def _process_request(
@@ -241,17 +242,35 @@ class WorkerServer:
         if path == "/healthz":
             return _json_response(HTTPStatus.OK, {"status": "ok"})
         if path == "/readyz":
-            ready = await self.store.ready()
+            ready, checks = await self.readiness()
             status = HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE
-            return _json_response(status, {"ready": ready})
+            return _json_response(status, {"ready": ready, **checks})
         if path == "/stats":
             return _json_response(HTTPStatus.OK, self.stats())
+        if path.startswith("/usage/"):
+            return await self._usage_response(path.removeprefix("/usage/"))
         return None
+
+    async def readiness(self) -> tuple[bool, dict[str, Any]]:
+        """Ready when the store answers and the worker is not draining."""
+        store_ok = await self.store.ready()
+        checks = {"store": store_ok, "draining": self.draining}
+        return store_ok and not self.draining, checks
+
+    async def _usage_response(self, session_id: str) -> Response:
+        try:
+            entries = await self.store.usage(session_id)
+        except SessionStoreUnavailable:
+            return _json_response(HTTPStatus.SERVICE_UNAVAILABLE, {"error": "store unavailable"})
+        if not entries:
+            return _json_response(HTTPStatus.NOT_FOUND, {"error": "no usage for this session"})
+        return _json_response(HTTPStatus.OK, usage_report(session_id, entries))
 
     def stats(self) -> dict[str, Any]:
         """Counters for monitoring and tests."""
         runtimes = list(self.sessions.values())
         return {
+            "worker_id": self.worker_id,
             "sessions": len(runtimes),
             "attached": sum(1 for r in runtimes if r.connection is not None),
             "connections": len(self.connections),
@@ -260,8 +279,21 @@ class WorkerServer:
                 (r.session.outbox.peak_bytes for r in runtimes), default=0
             ),
             "engine": self.engine.stats(),
+            "store": {
+                "kind": self.settings.store.split(":", 1)[0],
+                "up": self.persister.store_up,
+                "flushes": self.persister.flushes,
+                "events_written": self.persister.events_written,
+                "round_trips": getattr(self.store, "round_trips", 0),
+                "takeovers": self.manager.takeovers,
+            },
             "uptime_s": round(time.time() - self.started_at, 3),
         }
+
+
+def default_worker_id() -> str:
+    """host-pid-random: unique across restarts on one host."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
 
 
 def _select_subprotocol(connection: ServerConnection, offered: Any) -> Any:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.server_session import SessionLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
+from wsserver.store.base import StoreLimits
 
 ENV_PREFIX = "WSSERVER_"
 
@@ -35,8 +36,31 @@ class Settings(BaseModel):
     grace_period: float = Field(
         30.0, ge=0, description="seconds a detached session's response keeps running"
     )
+    resume_window: float = Field(
+        120.0,
+        gt=0,
+        description="seconds a detached session stays resumable (and its replay log is kept)",
+    )
     session_ttl: float = Field(
-        300.0, gt=0, description="seconds a detached session stays resumable"
+        3600.0,
+        gt=0,
+        description="seconds a session's record and snapshot outlive its last activity",
+    )
+    store: str = Field(
+        "memory",
+        description="session store: 'memory' or redis://HOST:PORT/DB (shared by workers)",
+    )
+    store_flush_ms: float = Field(
+        20.0, gt=0, description="milliseconds between batched writes to the store"
+    )
+    store_timeout: float = Field(
+        0.5, gt=0, description="seconds before a store call counts as failed"
+    )
+    lease_ttl: float = Field(
+        10.0, gt=0, description="seconds a worker's ownership of a session lasts unrenewed"
+    )
+    worker_id: str = Field(
+        "", description="this worker's name in the store (default: host-pid-random)"
     )
     heartbeat_interval: float = Field(
         15.0, gt=0, description="seconds between application heartbeat events"
@@ -99,6 +123,16 @@ class Settings(BaseModel):
             outbox_max_bytes=self.outbox_max_bytes,
             max_output_tokens=self.max_output_tokens,
             max_input_chars=self.max_input_chars,
+        )
+
+    def store_limits(self) -> StoreLimits:
+        """Retention in the session store."""
+        return StoreLimits(
+            log_max_events=self.replay_max_events,
+            log_max_bytes=self.replay_max_bytes,
+            resume_window=self.resume_window,
+            session_ttl=max(self.session_ttl, self.resume_window),
+            lease_ttl=self.lease_ttl,
         )
 
     def simulated_engine(self) -> SimulatedEngineConfig:

@@ -35,7 +35,7 @@ async def test_refused_resume_reports_the_response_truncated(start_server: Start
     assert session_id is not None
     # The session expires on the server while the client is away.
     client.drop_connection()
-    server.sessions[session_id].expire()
+    server.sessions[session_id].end(remove_from_store=True)
     events = []
     with pytest.raises(SessionClosed):
         while True:

@@ -40,6 +40,8 @@ class GenerationRequest:
     request_id: str
     prompt: Sequence[Turn]
     max_output_tokens: int
+    prefix: str = ""
+    """Assistant text already given for this turn; generation continues after it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,8 +73,11 @@ class SimulatedGeneration:
         digest = hashlib.sha256(seed_text.encode()).digest()
         self._seed = int.from_bytes(digest[:8], "little")
         natural = engine.config.answer_tokens or 40 + self._seed % 81
-        self._target = min(natural, request.max_output_tokens)
-        self._length_limited = natural > request.max_output_tokens
+        # A continuation picks up the same deterministic text where the prefix ends.
+        self._offset = min(len(request.prefix.split()), natural)
+        remaining = natural - self._offset
+        self._target = min(remaining, request.max_output_tokens)
+        self._length_limited = remaining > request.max_output_tokens
         self._generated = 0
         self._finish: FinishReason | None = None
         self._buffer: deque[OutputChunk] = deque()
@@ -102,7 +105,12 @@ class SimulatedGeneration:
 
     def step(self) -> bool:
         """Produce one token; returns ``False`` when the generation is finished."""
-        self._buffer.append(OutputChunk(self.token_text(self._generated), 1))
+        if self._target == 0:
+            # Nothing left to say (a continuation of a complete answer).
+            self._finish = FinishReason.STOP
+            self._wake()
+            return False
+        self._buffer.append(OutputChunk(self.token_text(self._offset + self._generated), 1))
         self._generated += 1
         self._engine.count_token(self)
         if self._generated >= self._target:

@@ -102,6 +102,8 @@ class AppendBatch:
     conversation: dict[str, Any] | None = None
     partial_reset: bool = False
     partial_append: str = ""
+    usage: list[ResponseUsage] = field(default_factory=list)
+    """Ledger entries to add (written even if the epoch turns out stale)."""
 
 
 @dataclass(slots=True)

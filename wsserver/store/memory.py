@@ -66,9 +66,7 @@ class MemorySessionStore:
 
     async def create(self, record: SessionRecord) -> None:
         now = self._clock()
-        self._entries[record.session_id] = _Entry(
-            replace(record), now, now + self.limits.lease_ttl
-        )
+        self._entries[record.session_id] = _Entry(replace(record), now, now + self.limits.lease_ttl)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         entry = self._live(session_id)
@@ -92,6 +90,8 @@ class MemorySessionStore:
     async def append(self, batches: Sequence[AppendBatch]) -> set[str]:
         stale: set[str] = set()
         for batch in batches:
+            for usage in batch.usage:
+                await self.record_usage(batch.session_id, usage)
             entry = self._live(batch.session_id)
             if entry is None or entry.record.epoch != batch.epoch:
                 stale.add(batch.session_id)

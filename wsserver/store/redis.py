@@ -175,8 +175,13 @@ class RedisSessionStore:
                         args.append(seq)
                         args.append(payload)
                     await self._append(keys=list(_keys(batch.session_id)), args=args, client=pipe)
+                for batch in batches:
+                    if batch.usage:
+                        key = _usage_key(batch.session_id)
+                        pipe.rpush(key, *(entry.to_json() for entry in batch.usage))
+                        pipe.pexpire(key, _ms(limits.usage_ttl))
                 result: list[Any] = await pipe.execute()
-                return result
+                return result[: len(batches)]
 
         results = await self._call(run)
         return {b.session_id for b, r in zip(batches, results, strict=True) if int(r) < 0}
@@ -244,8 +249,8 @@ class RedisSessionStore:
         await self._call(run)
 
     async def usage(self, session_id: str) -> list[ResponseUsage]:
-        async def run() -> list[bytes]:
-            result: list[bytes] = await self.redis.lrange(_usage_key(session_id), 0, -1)
+        async def run() -> list[bytes | str]:
+            result: list[bytes | str] = await self.redis.lrange(_usage_key(session_id), 0, -1)
             return result
 
         return [ResponseUsage.from_json(raw) for raw in await self._call(run)]

@@ -1,0 +1,159 @@
+"""Batched writes of session events, state and usage to the session store.
+
+Sessions mark themselves dirty as they number events; every ``interval`` the
+persister gathers what every dirty session has and writes it all in one
+pipelined call (one scripted append per session), never one round trip per
+token. A failed write keeps the events for the next try; a write rejected for
+a stale epoch tells the session it has moved to another worker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import msgpack
+
+from protocol.events import RESPONSE_CREATED, TEXT_DELTA, Event
+from protocol.server_session import ServerSession
+from protocol.snapshot import conversation_snapshot, stream_snapshot
+from wsserver.store.base import AppendBatch, ResponseUsage, SessionStore, SessionStoreUnavailable
+
+log = logging.getLogger(__name__)
+
+_RETRY_MIN = 0.25
+_RETRY_MAX = 2.0
+
+
+class Persistent(Protocol):
+    """What the persister needs from a session runtime."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def journal(self) -> SessionJournal: ...
+
+    def moved(self) -> None:
+        """The store says another worker owns the session now."""
+        ...
+
+
+@dataclass(slots=True)
+class SessionJournal:
+    """A session's writes not yet in the store, and what the store last saw."""
+
+    session: ServerSession
+    epoch: int
+    owner: str
+    conversation_version: int = -1
+    pending: list[Event] = field(default_factory=list)
+    usage: list[ResponseUsage] = field(default_factory=list)
+
+    def build(self) -> AppendBatch | None:
+        """The batch to write now, or ``None`` if nothing changed."""
+        self.pending.extend(self.session.take_unpersisted())
+        limit = self.session.limits.replay_max_events
+        if len(self.pending) > limit:
+            # The store was unreachable for long: keep what a resume could still use.
+            del self.pending[: len(self.pending) - limit]
+        version = self.session.conversation.version
+        if not self.pending and not self.usage and version == self.conversation_version:
+            return None
+        batch = AppendBatch(
+            self.session.session_id,
+            self.epoch,
+            self.owner,
+            [(e.seq, msgpack.packb(e.to_message())) for e in self.pending],
+            stream_snapshot(self.session).to_dict(),
+            usage=list(self.usage),
+        )
+        if version != self.conversation_version:
+            batch.conversation = conversation_snapshot(self.session).to_dict()
+        reset, appended = _partial_text(self.pending)
+        batch.partial_reset = reset
+        batch.partial_append = appended
+        return batch
+
+    def written(self, batch: AppendBatch) -> None:
+        """The batch is in the store."""
+        del self.pending[: len(batch.events)]
+        del self.usage[: len(batch.usage)]
+        if batch.conversation is not None:
+            self.conversation_version = int(batch.conversation["version"])
+
+
+def _partial_text(events: Iterable[Event]) -> tuple[bool, str]:
+    """Whether the latest response's text restarts in these events, and the text to add."""
+    reset = False
+    parts: list[str] = []
+    for event in events:
+        if event.type == RESPONSE_CREATED:
+            reset = True
+            parts.clear()
+        elif event.type == TEXT_DELTA:
+            parts.append(str(event.fields["delta"]))
+    return reset, "".join(parts)
+
+
+class Persister:
+    """The worker's single writer to the session store."""
+
+    def __init__(self, store: SessionStore, *, interval: float) -> None:
+        self.store = store
+        self.interval = interval
+        self.store_up = True
+        self.flushes = 0
+        self.events_written = 0
+        self._dirty: dict[str, Persistent] = {}
+        self._wake = asyncio.Event()
+        self._retry_delay = _RETRY_MIN
+        self._on_down: Callable[[], None] | None = None
+
+    def mark(self, runtime: Persistent) -> None:
+        """The runtime has something to write."""
+        self._dirty[runtime.session_id] = runtime
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Flush dirty sessions every ``interval`` while there are any."""
+        while True:
+            await self._wake.wait()
+            # A short window lets many tokens and sessions share one round trip.
+            await asyncio.sleep(self.interval)
+            self._wake.clear()
+            if not await self.flush():
+                await asyncio.sleep(self._retry_delay)
+                self._retry_delay = min(_RETRY_MAX, self._retry_delay * 2)
+                self._wake.set()
+
+    async def flush(self) -> bool:
+        """Write everything pending; ``False`` if the store was unreachable."""
+        dirty, self._dirty = self._dirty, {}
+        pairs = [(r, b) for r in dirty.values() if (b := r.journal.build()) is not None]
+        if not pairs:
+            return True
+        try:
+            stale = await self.store.append([b for _, b in pairs])
+        except SessionStoreUnavailable as exc:
+            if self.store_up:
+                log.warning("session store unavailable, keeping events in memory: %s", exc)
+            self.store_up = False
+            for runtime, _ in pairs:
+                self._dirty.setdefault(runtime.session_id, runtime)
+            return False
+        if not self.store_up:
+            log.warning("session store reachable again")
+        self.store_up = True
+        self._retry_delay = _RETRY_MIN
+        self.flushes += 1
+        for runtime, batch in pairs:
+            if runtime.session_id in stale:
+                runtime.moved()
+            else:
+                runtime.journal.written(batch)
+                self.events_written += len(batch.events)
+        return True

@@ -1,0 +1,206 @@
+"""Opening, resuming and taking over sessions on this worker."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from typing import Any
+
+import msgpack
+
+from protocol.codes import ErrorCode
+from protocol.errors import ProtocolViolation, ResumeRefused
+from protocol.events import event_from_message
+from protocol.messages import SessionResume, SessionStart
+from protocol.server_session import ServerSession, SessionLimits
+from protocol.snapshot import (
+    ConversationSnapshot,
+    StreamSnapshot,
+    conversation_snapshot,
+    restore_session,
+    stream_snapshot,
+)
+from wsserver.runtime import RuntimeContext, SessionRuntime
+from wsserver.store.base import (
+    SessionRecord,
+    SessionStore,
+    SessionStoreUnavailable,
+    hash_token,
+    new_resume_token,
+    token_matches,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _unavailable(what: str) -> ProtocolViolation:
+    return ProtocolViolation(
+        ErrorCode.STORE_UNAVAILABLE, f"session store unavailable: cannot {what} now; retry"
+    )
+
+
+class SessionManager:
+    """The sessions this worker runs, and how they come and go."""
+
+    def __init__(self, store: SessionStore, context_factory: Any, limits: SessionLimits) -> None:
+        self.store = store
+        self._context: RuntimeContext = context_factory(self)
+        self.limits = limits
+        self.sessions: dict[str, SessionRuntime] = {}
+        self.takeovers = 0
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def worker_id(self) -> str:
+        """This worker's name in the store."""
+        return self._context.worker_id
+
+    # -- new sessions ------------------------------------------------------
+
+    async def open(self, message: SessionStart) -> tuple[SessionRuntime, str]:
+        """Create a session; returns its runtime and the resume token (shown once)."""
+        limits = self.limits
+        if message.settings is not None and message.settings.max_output_tokens is not None:
+            wanted = min(message.settings.max_output_tokens, limits.max_output_tokens)
+            limits = SessionLimits(**{**limits.to_dict(), "max_output_tokens": wanted})
+        session_id = "sess_" + secrets.token_urlsafe(16)
+        token = new_resume_token()
+        session = ServerSession(session_id, limits, message.instructions)
+        record = SessionRecord(
+            session_id,
+            hash_token(token),
+            time.time(),
+            owner=self.worker_id,
+            conversation=conversation_snapshot(session).to_dict(),
+            stream=stream_snapshot(session).to_dict(),
+        )
+        try:
+            await self.store.create(record)
+        except SessionStoreUnavailable:
+            raise _unavailable("open a session") from None
+        runtime = SessionRuntime(session, self._context, token_hash=record.token_hash, epoch=1)
+        runtime.journal.conversation_version = session.conversation.version
+        self.sessions[session_id] = runtime
+        return runtime, token
+
+    # -- resume ------------------------------------------------------------
+
+    async def resume(self, message: SessionResume) -> SessionRuntime:
+        """The runtime to re-attach: local, or taken over from the store."""
+        local = self.sessions.get(message.session_id)
+        try:
+            record = await self.store.get(message.session_id)
+        except SessionStoreUnavailable:
+            # Live sessions keep working without the store: check the token locally.
+            if local is not None and token_matches(message.resume_token, local.token_hash):
+                return local
+            raise _unavailable("resume a session held by another worker") from None
+        if record is None:
+            if local is not None:
+                local.moved()
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+        if not token_matches(message.resume_token, record.token_hash):
+            raise ResumeRefused(ErrorCode.INVALID_RESUME_TOKEN, "resume token does not match")
+        if local is not None and not local.closed and local.epoch == record.epoch:
+            self._check_replay(local.session, message.last_seq)
+            return local
+        if local is not None:
+            # Our copy is stale: another worker owned it since.
+            local.moved()
+        return await self._take_over(message)
+
+    def _check_replay(self, session: ServerSession, last_seq: int) -> None:
+        try:
+            session.replay_after(last_seq)
+        except ResumeRefused as refusal:
+            refusal.details = {"snapshot": conversation_snapshot(session).public()}
+            raise
+
+    async def _take_over(self, message: SessionResume) -> SessionRuntime:
+        session_id = message.session_id
+        try:
+            claimed = await self.store.claim(session_id, self.worker_id)
+            if claimed is None:
+                raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+            log_slice = await self.store.read_log(session_id, message.last_seq)
+        except SessionStoreUnavailable:
+            raise _unavailable("resume a session held by another worker") from None
+        conversation = ConversationSnapshot.from_dict(claimed.conversation)
+        stream = StreamSnapshot.from_dict(claimed.stream)
+        missing_from = message.last_seq + 1
+        if missing_from <= stream.last_seq and log_slice.first_seq > missing_from:
+            raise ResumeRefused(
+                ErrorCode.REPLAY_UNAVAILABLE,
+                f"events {missing_from}..{log_slice.first_seq - 1} are no longer stored",
+                details={"snapshot": conversation.public()},
+            )
+        events = [
+            event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
+            for _, payload in log_slice.events
+        ]
+        session, lost = restore_session(
+            session_id,
+            conversation,
+            stream,
+            events,
+            client_last_seq=message.last_seq,
+            partial_text=claimed.partial_text,
+        )
+        runtime = SessionRuntime(
+            session, self._context, token_hash=claimed.token_hash, epoch=claimed.epoch
+        )
+        runtime.journal.conversation_version = conversation.version
+        self.sessions[session_id] = runtime
+        self.takeovers += 1
+        if lost is not None:
+            # The old owner is dead (no lease) or was overtaken; either way it is done.
+            reason = "session_moved" if claimed.owner_live else "worker_lost"
+            runtime.end_lost_response(lost, reason)
+        log.info(
+            "took over %s at epoch %d from %s (%s)",
+            session_id,
+            claimed.epoch,
+            claimed.owner,
+            "live" if claimed.owner_live else "lease expired",
+        )
+        return runtime
+
+    # -- endings -------------------------------------------------------------
+
+    def session_ended(self, runtime: SessionRuntime, *, remove_from_store: bool) -> None:
+        """Forget a runtime; an ended session leaves the store too (its ledger stays)."""
+        if self.sessions.get(runtime.session_id) is runtime:
+            del self.sessions[runtime.session_id]
+        if remove_from_store:
+            self._spawn(self._remove(runtime))
+
+    async def _remove(self, runtime: SessionRuntime) -> None:
+        # Its last events and usage go first, so the ledger is complete.
+        await self._context.persister.flush()
+        try:
+            await self.store.remove(runtime.session_id, runtime.epoch)
+        except SessionStoreUnavailable:
+            log.warning("could not remove ended session %s from the store", runtime.session_id)
+
+    async def renew_leases(self) -> None:
+        """Keep ownership of every local session; give up the ones taken over."""
+        runtimes = list(self.sessions.values())
+        leases = [(r.session_id, r.epoch, self.worker_id) for r in runtimes]
+        try:
+            stale = await self.store.renew(leases)
+        except SessionStoreUnavailable:
+            return
+        for runtime in runtimes:
+            if runtime.session_id in stale:
+                runtime.moved()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain_tasks(self) -> None:
+        """Wait for background store calls."""
+        await asyncio.gather(*self._tasks, return_exceptions=True)
