@@ -52,6 +52,10 @@ class Outbox:
             return
         self.push(TextDelta(response_id, text, tokens))
 
+    def pending(self) -> list[Event]:
+        """The queued events, oldest first (not removed)."""
+        return list(self._queue)
+
     def pop(self) -> Event | None:
         """The next event to send, or ``None``."""
         if not self._queue:

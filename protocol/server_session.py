@@ -285,6 +285,12 @@ class ServerSession:
         self.last_response = response
         return True
 
+    def annotate_done(self, response: ResponseState, **fields: object) -> None:
+        """Add fields to a response's queued ``response.done``."""
+        for event in self.outbox.pending():
+            if event.type == RESPONSE_DONE and event.response_id == response.id:
+                event.fields.update(fields)
+
     def _record_history(
         self, response: ResponseState, status: ResponseStatus, rendered_chars: int | None
     ) -> None:

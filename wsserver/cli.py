@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from wsserver.chat import run_chat
 from wsserver.demo import run_demo
 from wsserver.settings import ENV_PREFIX, Settings
+from wsserver.usage_command import print_usage
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -84,6 +85,24 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to keep trying to open the session",
     )
     chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
+    usage = commands.add_parser(
+        "usage",
+        help="print a session's usage ledger",
+        description="Print every response's usage (input, generated, delivered and wasted "
+        "tokens) and the session totals, read from the session store (--store) or from a "
+        "running worker's /usage endpoint (--url). The ledger outlives the session.",
+    )
+    usage.add_argument("session_id", metavar="SESSION_ID")
+    source = usage.add_mutually_exclusive_group()
+    source.add_argument(
+        "--store",
+        default=None,
+        help=f"redis://HOST:PORT/DB to read directly [env {ENV_PREFIX}STORE]",
+    )
+    source.add_argument(
+        "--url", default=None, help="a worker's base URL, e.g. http://127.0.0.1:8765"
+    )
+    usage.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
@@ -92,6 +111,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "usage":
+        return _run(print_usage(args))
     return _run(run_chat(args))
 
 
@@ -116,7 +137,12 @@ async def _serve_async(settings: Settings, *, demo: bool) -> int:
     server = WorkerServer(settings)
     await server.start()
     url = f"ws://{settings.host}:{server.port}"
-    print(f"wsserver listening on {url} (store: memory, engine: {settings.engine})", flush=True)
+    store = settings.store.split("@")[-1]  # never print credentials
+    print(
+        f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
+        f"engine: {settings.engine})",
+        flush=True,
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
@@ -26,7 +26,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
 from protocol.client_session import TRUNCATED, ClientSession, ClientState, SequenceGap
-from protocol.codes import Disposition, close_disposition
+from protocol.codes import ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
 from protocol.errors import ProtocolError
 
@@ -71,7 +71,7 @@ class SessionClient:
 
     def __init__(
         self,
-        url: str,
+        url: str | Sequence[str],
         *,
         encoding: Literal["json", "msgpack"] = "json",
         instructions: str | None = None,
@@ -81,7 +81,10 @@ class SessionClient:
         ack_every: int = 32,
         open_timeout: float = 10.0,
     ) -> None:
-        self.url = url
+        self.urls: tuple[str, ...] = (url,) if isinstance(url, str) else tuple(url)
+        if not self.urls:
+            raise ValueError("at least one url")
+        self._url_index = 0
         self.subprotocol = MSGPACK_SUBPROTOCOL if encoding == "msgpack" else JSON_SUBPROTOCOL
         self.codec = codec_for(self.subprotocol)
         self.instructions = instructions
@@ -100,6 +103,7 @@ class SessionClient:
         self._closing = False
         self._first_ready: asyncio.Future[dict[str, Any]] | None = None
         self._last_heard = 0.0
+        self._open_refused: str | None = None
 
     # -- lifecycle -------------------------------------------------------
 
@@ -144,6 +148,11 @@ class SessionClient:
             ws.transport.abort()
 
     @property
+    def url(self) -> str:
+        """The URL the next connection goes to."""
+        return self.urls[self._url_index % len(self.urls)]
+
+    @property
     def session_id(self) -> str | None:
         """The session's id once ready."""
         return self.state.session_id
@@ -182,6 +191,20 @@ class SessionClient:
         message: dict[str, Any] = {"type": "response.create"}
         if text is not None:
             message["input"] = text
+        if max_output_tokens is not None:
+            message["max_output_tokens"] = max_output_tokens
+        await self.send(message)
+
+    async def continue_response(
+        self, response_id: str, *, max_output_tokens: int | None = None
+    ) -> None:
+        """Continue an unfinished response (failed, incomplete, interrupted) where it stopped.
+
+        The new response carries ``continues: response_id`` in ``response.created``.
+        For a response lost with its worker, first trim what you showed to the
+        ``persisted_chars`` of its ``response.done``: the continuation starts there.
+        """
+        message: dict[str, Any] = {"type": "response.continue", "response_id": response_id}
         if max_output_tokens is not None:
             message["max_output_tokens"] = max_output_tokens
         await self.send(message)
@@ -275,6 +298,8 @@ class SessionClient:
                 await asyncio.sleep(self.backoff.delay(attempt))
                 attempt += 1
                 self.reconnects += 1
+                # With several workers listed, each reconnect tries the next one.
+                self._url_index += 1
         finally:
             self._open.clear()
             if self.state.state is not ClientState.CLOSED:
@@ -328,6 +353,12 @@ class SessionClient:
         self.close_code = code
         if self._closing or self.state.state is ClientState.CLOSED:
             return got_ready
+        refused, self._open_refused = self._open_refused, None
+        if refused is not None:
+            info = ERROR_CODES.get(refused)
+            if info is None or info.disposition is Disposition.TERMINAL:
+                self._finish(f"session.start refused: {refused}")
+            return False
         if self.state.session_id is None and not got_ready:
             if code is not None and close_disposition(code) is Disposition.TERMINAL:
                 self._finish(f"closed with {code}")
@@ -349,6 +380,11 @@ class SessionClient:
                 if event.get("type") == "session.ready":
                     got_ready = True
                     self._on_ready(event)
+                elif event.get("type") == "error" and self.state.state is ClientState.OPENING:
+                    # session.start was refused (store down, bad settings): no session.
+                    self._open_refused = str(event.get("code"))
+                    await ws.close(1000, "session.start refused")
+                    return False
                 self._events.put_nowait(event)
             if self.state.state is ClientState.CLOSED:
                 # Resume was refused: the session cannot go on.

@@ -41,6 +41,10 @@ class Persistent(Protocol):
         """The store says another worker owns the session now."""
         ...
 
+    def record_lost(self) -> None:
+        """The store no longer has the session; this owner writes it again."""
+        ...
+
 
 @dataclass(slots=True)
 class SessionJournal:
@@ -137,7 +141,7 @@ class Persister:
         if not pairs:
             return True
         try:
-            stale = await self.store.append([b for _, b in pairs])
+            result = await self.store.append([b for _, b in pairs])
         except SessionStoreUnavailable as exc:
             if self.store_up:
                 log.warning("session store unavailable, keeping events in memory: %s", exc)
@@ -151,8 +155,10 @@ class Persister:
         self._retry_delay = _RETRY_MIN
         self.flushes += 1
         for runtime, batch in pairs:
-            if runtime.session_id in stale:
+            if runtime.session_id in result.stale:
                 runtime.moved()
+            elif runtime.session_id in result.gone:
+                runtime.record_lost()
             else:
                 runtime.journal.written(batch)
                 self.events_written += len(batch.events)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -25,6 +26,7 @@ from protocol.messages import (
     ResponseInterrupt,
 )
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession
+from protocol.snapshot import conversation_snapshot, stream_snapshot
 from wsserver.engine.base import (
     Engine,
     EngineOverloaded,
@@ -33,7 +35,12 @@ from wsserver.engine.base import (
     GenerationRequest,
 )
 from wsserver.persistence import Persister, SessionJournal
-from wsserver.store.base import ResponseUsage
+from wsserver.store.base import (
+    ResponseUsage,
+    SessionRecord,
+    SessionStore,
+    SessionStoreUnavailable,
+)
 
 if TYPE_CHECKING:
     from wsserver.connection import Connection
@@ -76,6 +83,7 @@ class RuntimeContext:
     """Collaborators and timings shared by every runtime of a worker."""
 
     engine: Engine
+    store: SessionStore
     persister: Persister
     host: RuntimeHost
     worker_id: str
@@ -99,6 +107,8 @@ class SessionRuntime:
         self._consumer: asyncio.Task[None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._expiry_timer: asyncio.TimerHandle | None = None
+        self._recreating = False
+        self._recreate_task: asyncio.Task[None] | None = None
         self.closed = False
 
     @property
@@ -285,6 +295,8 @@ class SessionRuntime:
     def end_lost_response(self, response: ResponseState, reason: str) -> None:
         """End a response whose worker is gone, with the usage the store had."""
         self.session.end_response(response, ResponseStatus.FAILED, reason=reason)
+        # The store's text is all that survived; a client that saw more trims to it.
+        self.session.annotate_done(response, persisted_chars=len(response.generated_text()))
         self.persist()
 
     # -- timers ----------------------------------------------------------
@@ -317,6 +329,36 @@ class SessionRuntime:
         self.settle(include_unsent=True)
         self.persist()
         self.context.host.session_ended(self, remove_from_store=remove_from_store)
+
+    def record_lost(self) -> None:
+        """The store lost the session (expired idle, or Redis restarted empty): write it again."""
+        if self.closed or self._recreating:
+            return
+        self._recreating = True
+        self._recreate_task = asyncio.create_task(self._recreate())
+
+    async def _recreate(self) -> None:
+        session = self.session
+        record = SessionRecord(
+            self.session_id,
+            self.token_hash,
+            time.time(),
+            epoch=self.epoch,
+            owner=self.context.worker_id,
+            conversation=conversation_snapshot(session).to_dict(),
+            stream=stream_snapshot(session).to_dict(),
+        )
+        try:
+            await self.context.store.create(record)
+        except SessionStoreUnavailable:
+            log.warning("could not re-create %s in the store", self.session_id)
+        else:
+            # Everything still buffered goes back in, so a resume elsewhere can use it.
+            self.journal.pending = list(session.replay.after(session.replay.first_seq - 1))
+            self.journal.conversation_version = session.conversation.version
+        finally:
+            self._recreating = False
+            self.persist()
 
     def moved(self) -> None:
         """Another worker took the session over: stop at once, say nothing more."""

@@ -67,6 +67,7 @@ class WorkerServer:
     def _runtime_context(self, manager: SessionManager) -> RuntimeContext:
         return RuntimeContext(
             engine=self.engine,
+            store=self.store,
             persister=self.persister,
             host=manager,
             worker_id=self.worker_id,

@@ -107,6 +107,16 @@ class AppendBatch:
 
 
 @dataclass(slots=True)
+class AppendResult:
+    """Sessions whose batch was refused."""
+
+    stale: set[str] = field(default_factory=set)
+    """Another worker owns them now (their epoch moved on)."""
+    gone: set[str] = field(default_factory=set)
+    """The store no longer has them (expired, or the store lost its data)."""
+
+
+@dataclass(slots=True)
 class LogSlice:
     """Persisted events after a seq, and the oldest seq the log still holds."""
 
@@ -136,8 +146,8 @@ class SessionStore(Protocol):
         """
         ...
 
-    async def append(self, batches: Sequence[AppendBatch]) -> set[str]:
-        """Persist batches in one round trip; returns sessions whose epoch was stale."""
+    async def append(self, batches: Sequence[AppendBatch]) -> AppendResult:
+        """Persist batches in one round trip; says which sessions were refused."""
         ...
 
     async def read_log(self, session_id: str, after_seq: int) -> LogSlice:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 from wsserver.store.base import (
     AppendBatch,
+    AppendResult,
     LogSlice,
     ResponseUsage,
     SessionRecord,
@@ -87,14 +88,17 @@ class MemorySessionStore:
         self._touch(entry, owner)
         return before
 
-    async def append(self, batches: Sequence[AppendBatch]) -> set[str]:
-        stale: set[str] = set()
+    async def append(self, batches: Sequence[AppendBatch]) -> AppendResult:
+        result = AppendResult()
         for batch in batches:
             for usage in batch.usage:
                 await self.record_usage(batch.session_id, usage)
             entry = self._live(batch.session_id)
-            if entry is None or entry.record.epoch != batch.epoch:
-                stale.add(batch.session_id)
+            if entry is None:
+                result.gone.add(batch.session_id)
+                continue
+            if entry.record.epoch != batch.epoch:
+                result.stale.add(batch.session_id)
                 continue
             last = entry.log[-1][0] if entry.log else 0
             for seq, payload in batch.events:
@@ -111,7 +115,7 @@ class MemorySessionStore:
                 record.partial_text = ""
             record.partial_text += batch.partial_append
             self._touch(entry, batch.owner)
-        return stale
+        return result
 
     def _trim(self, entry: _Entry) -> None:
         limits = self.limits

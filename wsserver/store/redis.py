@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from wsserver.store import redis_scripts
 from wsserver.store.base import (
     AppendBatch,
+    AppendResult,
     LogSlice,
     ResponseUsage,
     SessionRecord,
@@ -144,9 +145,9 @@ class RedisSessionStore:
         record.owner_live = bool(live)
         return record
 
-    async def append(self, batches: Sequence[AppendBatch]) -> set[str]:
+    async def append(self, batches: Sequence[AppendBatch]) -> AppendResult:
         if not batches:
-            return set()
+            return AppendResult()
         limits = self.limits
         meta_ttl, log_ttl, lease_ttl = (
             _ms(limits.session_ttl),
@@ -183,8 +184,13 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result[: len(batches)]
 
-        results = await self._call(run)
-        return {b.session_id for b, r in zip(batches, results, strict=True) if int(r) < 0}
+        outcome = AppendResult()
+        for batch, code in zip(batches, await self._call(run), strict=True):
+            if int(code) == -1:
+                outcome.stale.add(batch.session_id)
+            elif int(code) == -2:
+                outcome.gone.add(batch.session_id)
+        return outcome
 
     async def read_log(self, session_id: str, after_seq: int) -> LogSlice:
         meta, log, _partial, _lease = _keys(session_id)

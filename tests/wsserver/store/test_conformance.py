@@ -89,9 +89,9 @@ async def test_create_get_remove(store: SessionStore) -> None:
 
 async def test_append_and_read_log_after_a_seq(store: SessionStore) -> None:
     await store.create(_record())
-    assert await store.append([_batch("s1", 1, range(1, 4))]) == set()
+    assert (await store.append([_batch("s1", 1, range(1, 4))])).stale == set()
     # A retried batch (same seqs) is not stored twice.
-    assert await store.append([_batch("s1", 1, range(2, 5))]) == set()
+    assert (await store.append([_batch("s1", 1, range(2, 5))])).stale == set()
     log = await store.read_log("s1", 1)
     assert [seq for seq, _ in log.events] == [2, 3, 4]
     assert log.events[0][1] == bytes([2]) * 10
@@ -117,14 +117,17 @@ async def test_claim_bumps_the_epoch_and_fences_the_old_owner(store: SessionStor
     assert claimed is not None
     assert claimed.epoch == 2
     assert (claimed.owner, claimed.owner_live) == ("worker-a", True)
-    assert await store.append([_batch("s1", 1, range(1, 3))]) == {"s1"}
+    assert (await store.append([_batch("s1", 1, range(1, 3))])).stale == {"s1"}
     assert await store.renew([("s1", 1, "worker-a")]) == {"s1"}
-    assert await store.append([_batch("s1", 2, range(1, 3), owner="worker-b")]) == set()
+    result = await store.append([_batch("s1", 2, range(1, 3), owner="worker-b")])
+    assert (result.stale, result.gone) == (set(), set())
     assert await store.claim("missing", "worker-b") is None
     # One stale session does not reject the others in the same call.
     await store.create(_record("s2"))
-    stale = await store.append([_batch("s1", 1, range(3, 4)), _batch("s2", 1, range(1, 2))])
-    assert stale == {"s1"}
+    result = await store.append(
+        [_batch("s1", 1, range(3, 4)), _batch("s2", 1, range(1, 2)), _batch("s3", 1, range(1, 2))]
+    )
+    assert (result.stale, result.gone) == ({"s1"}, {"s3"})
 
 
 async def test_lease_expires_without_renewal(store: SessionStore) -> None:

@@ -1,0 +1,107 @@
+"""Workers as real subprocesses, started the way a user starts them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+WSSERVER = [sys.executable, "-m", "wsserver.cli"]
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    """The environment of a CLI subprocess: no stray WSSERVER_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("WSSERVER_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
+
+
+class WorkerProcess:
+    """``wsserver serve`` in a subprocess; its output is collected by a thread."""
+
+    def __init__(self, *flags: str, name: str = "worker") -> None:
+        self.flags = list(flags)
+        self.name = name
+        self.lines: list[str] = []
+        self.url = ""
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 20.0) -> WorkerProcess:
+        self.process = subprocess.Popen(
+            [*WSSERVER, "serve", "--port", "0", "--worker-id", self.name, *self.flags],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=cli_env(),
+        )
+        found = threading.Event()
+
+        def pump() -> None:
+            assert self.process is not None and self.process.stdout is not None
+            for line in self.process.stdout:
+                self.lines.append(line)
+                match = re.search(r"listening on (ws://\S+)", line)
+                if match:
+                    self.url = match.group(1)
+                    found.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        if not found.wait(timeout):
+            self.stop()
+            raise RuntimeError(f"{self.name} did not start:\n{''.join(self.lines)}")
+        return self
+
+    @property
+    def http(self) -> str:
+        return self.url.replace("ws://", "http://")
+
+    def get(self, path: str) -> tuple[int, dict[str, Any]]:
+        """GET an HTTP endpoint of the worker: (status, JSON body)."""
+        try:
+            with urllib.request.urlopen(self.http + path, timeout=5) as response:
+                return response.status, json.load(response)
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.load(exc)
+
+    def stats(self) -> dict[str, Any]:
+        return self.get("/stats")[1]
+
+    def signal(self, sig: signal.Signals) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        if self.process.poll() is None:
+            # A stopped process ignores SIGTERM until continued.
+            self.process.send_signal(signal.SIGCONT)
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.process = None
+
+
+async def eventually(condition: Any, timeout: float = 15.0, interval: float = 0.05) -> None:
+    """Poll until ``condition()`` is truthy without blocking the loop; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not await asyncio.to_thread(condition):
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(interval)

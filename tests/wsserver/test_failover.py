@@ -1,0 +1,259 @@
+"""Several worker processes sharing one real Redis: resume anywhere, fencing, failures."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
+from tests.redis_server import RedisServer
+from tests.wsserver.wire import RawClient
+from wsserver.client import Backoff, SessionClient, SessionClosed
+
+PROMPT = "tell me about failover"
+FAST = ("--decode-rate", "100", "--answer-tokens", "300", "--store-flush-ms", "5")
+
+
+@pytest.fixture
+def start_worker(redis_url: str) -> Iterator[Any]:
+    started: list[WorkerProcess] = []
+
+    def start(name: str, *flags: str, store: str | None = None) -> WorkerProcess:
+        worker = WorkerProcess("--store", store or redis_url, *FAST, *flags, name=name)
+        started.append(worker.start())
+        return worker
+
+    yield start
+    for worker in started:
+        worker.stop()
+
+
+async def _reference(url: str) -> str:
+    async with SessionClient(url) as client:
+        return (await client.ask(PROMPT)).text
+
+
+async def _collect_until_done(client: SessionClient, on_delta: Any = None) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    while True:
+        event = await client.next_event(20)
+        events.append(event)
+        if event["type"] == "response.text.delta" and on_delta is not None:
+            on_delta(events)
+        if event["type"] == "response.done":
+            return events
+
+
+def _text(events: list[dict[str, Any]], response_id: str) -> str:
+    return "".join(
+        e["delta"]
+        for e in events
+        if e["type"] == "response.text.delta" and e["response_id"] == response_id
+    )
+
+
+def _assert_gap_free(events: list[dict[str, Any]]) -> None:
+    seqs = [e["seq"] for e in events if "seq" in e]
+    assert seqs == sorted(set(seqs)), "a seq was doubled or reordered"
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "a seq is missing"
+
+
+async def _finish_lost_response(
+    client: SessionClient, events: list[dict[str, Any]]
+) -> tuple[str, list[dict[str, Any]]]:
+    """After a lost response's done: trim to what the store had, continue, return full text."""
+    done = events[-1]
+    prefix = _text(events, done["response_id"])[: done["persisted_chars"]]
+    await client.continue_response(done["response_id"])
+    more = await _collect_until_done(client)
+    created = next(e for e in more if e["type"] == "response.created")
+    assert created["continues"] == done["response_id"]
+    final = more[-1]
+    assert final["status"] == "completed"
+    return prefix + _text(more, final["response_id"]), more
+
+
+async def test_cut_connection_resumes_on_another_worker(start_worker: Any) -> None:
+    a, b = start_worker("a"), start_worker("b")
+    expected = await _reference(b.url)
+    client = SessionClient([a.url, b.url], backoff=Backoff(base=0.05))
+    await client.open()
+    await client.create_response(PROMPT)
+
+    def cut(events: list[dict[str, Any]]) -> None:
+        if sum(e["type"] == "response.text.delta" for e in events) == 30:
+            client.drop_connection()
+
+    events = await _collect_until_done(client, cut)
+    assert client.url == b.url, "the client came back on the other worker"
+    assert b.stats()["store"]["takeovers"] == 1
+    done = events[-1]
+    if done["status"] == "completed":
+        # The answer finished on A (within its grace period) and was replayed from Redis.
+        text = _text(events, done["response_id"])
+    else:
+        assert (done["status"], done["reason"]) == ("failed", "session_moved")
+        text, more = await _finish_lost_response(client, events)
+        events += more
+    assert text == expected
+    _assert_gap_free([e for e in events if "seq" in e])
+    # The old owner was fenced off: it stopped generating.
+    await eventually(lambda: a.stats()["engine"]["running"] == 0)
+    await client.close()
+
+
+async def test_kill_9_of_the_owner_mid_response(start_worker: Any, redis_url: str) -> None:
+    a, b = start_worker("a", "--lease-ttl", "1"), start_worker("b", "--lease-ttl", "1")
+    expected = await _reference(b.url)
+    client = SessionClient([a.url, b.url], backoff=Backoff(base=0.2, cap=0.5))
+    await client.open()
+    session_id = client.session_id
+    assert session_id is not None
+    await client.create_response(PROMPT)
+    events: list[dict[str, Any]] = []
+    while sum(e["type"] == "response.text.delta" for e in events) < 40:
+        events.append(await client.next_event(20))
+    a.signal(signal.SIGKILL)
+    events += await _collect_until_done(client)
+    done = events[-1]
+    assert done["status"] == "failed"
+    assert done["reason"] in ("worker_lost", "session_moved")
+    assert done["usage"]["output_tokens_generated"] >= done["usage"]["output_tokens_delivered"]
+    assert done["persisted_chars"] > 0
+    text, more = await _finish_lost_response(client, events)
+    assert text == expected
+    # Every event reached the application once, in order, across the failover.
+    _assert_gap_free(events + more)
+    await client.close()
+
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [*WSSERVER, "usage", session_id, "--store", redis_url],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()[3:]}
+    assert rows["resp_1"][1] == "failed"
+    assert int(rows["resp_1"][4]) >= int(rows["resp_1"][5]), "generated >= delivered"
+    assert rows["resp_2"][1] == "completed"
+
+
+async def test_stale_owner_is_fenced_and_stops_generating(start_worker: Any) -> None:
+    flags = ("--heartbeat-interval", "0.2", "--answer-tokens", "100000")
+    a, b = start_worker("a", *flags), start_worker("b", *flags)
+    client = SessionClient([a.url, b.url], backoff=Backoff(base=0.05))
+    await client.open()
+    await client.create_response(PROMPT)
+    while (await client.next_event(20))["type"] != "response.text.delta":
+        pass
+    a.signal(signal.SIGSTOP)
+    # The client's heartbeat watchdog notices the silence and resumes on B.
+    events = await _collect_until_done(client)
+    assert (events[-1]["status"], events[-1]["reason"]) == ("failed", "session_moved")
+    generated_on_b = b.stats()["engine"]["tokens_generated"]
+    assert generated_on_b == 0, "B did not restart the generation"
+    a.signal(signal.SIGCONT)
+    # A's next write is rejected for its stale epoch: it aborts and drops the session.
+    await eventually(lambda: a.stats()["engine"]["running"] == 0)
+    await eventually(lambda: a.stats()["sessions"] == 0)
+    stopped_at = a.stats()["engine"]["tokens_generated"]
+    await asyncio.sleep(0.3)
+    assert a.stats()["engine"]["tokens_generated"] == stopped_at
+    await client.close()
+
+
+async def test_redis_down_and_back(start_worker: Any) -> None:
+    redis = RedisServer()
+    redis.start()
+    try:
+        a = start_worker("a", "--answer-tokens", "300", "--decode-rate", "60", store=redis.url)
+        client = SessionClient(a.url)
+        await client.open()
+        await client.create_response(PROMPT)
+        await client.next_event(10)
+        assert a.get("/readyz")[0] == 200
+        redis.kill()
+        await eventually(lambda: a.get("/readyz")[0] == 503)
+        # New sessions get an explicit error while the store is down.
+        with pytest.raises(SessionClosed):
+            async with SessionClient(a.url, open_timeout=2, backoff=Backoff(max_attempts=1)):
+                pass
+        redis.start()
+        await eventually(lambda: a.get("/readyz")[0] == 200)
+        # The live session streamed on from memory the whole time.
+        events = await _collect_until_done(client)
+        assert events[-1]["status"] == "completed"
+        assert events[-1]["usage"]["output_tokens_delivered"] == 300
+        await eventually(lambda: a.stats()["store"]["up"])
+        async with SessionClient(a.url) as fresh:
+            assert (await fresh.ask("after recovery")).status == "completed"
+        await client.close()
+    finally:
+        redis.kill()
+
+
+async def test_trimmed_history_fails_with_a_snapshot(start_worker: Any) -> None:
+    flags = ("--replay-max-events", "16", "--answer-tokens", "80")
+    a, b = start_worker("a", *flags), start_worker("b", *flags)
+    async with SessionClient(a.url) as client:
+        first = await client.ask(PROMPT)
+        session_id, token = client.session_id, client.state.resume_token
+        client.drop_connection()
+    raw = await RawClient.connect(b.url)
+    await raw.send(
+        {"type": "session.resume", "session_id": session_id, "resume_token": token, "last_seq": 2}
+    )
+    error = await raw.recv()
+    assert (error["type"], error["code"]) == ("error", "replay_unavailable")
+    snapshot = error["snapshot"]
+    assert snapshot["conversation"][0] == {"role": "user", "text": PROMPT}
+    assert snapshot["last_response"]["text"] == first.text
+    assert snapshot["last_response"]["status"] == "completed"
+    await raw.close()
+
+
+async def test_expired_history_fails_with_a_snapshot(start_worker: Any) -> None:
+    flags = ("--resume-window", "0.5", "--answer-tokens", "20")
+    a, b = start_worker("a", *flags), start_worker("b", *flags)
+    client = SessionClient(a.url)
+    await client.open()
+    await client.ask(PROMPT)
+    session_id, token = client.session_id, client.state.resume_token
+    client.reconnect = False
+    client.drop_connection()
+    await asyncio.sleep(1.5)
+    raw = await RawClient.connect(b.url)
+    await raw.send(
+        {"type": "session.resume", "session_id": session_id, "resume_token": token, "last_seq": 1}
+    )
+    error = await raw.recv()
+    assert error["code"] == "replay_unavailable"
+    assert error["snapshot"]["conversation"][0]["text"] == PROMPT
+    await raw.close()
+    await client.close()
+
+
+async def test_wrong_token_leaks_nothing(start_worker: Any) -> None:
+    a, b = start_worker("a"), start_worker("b")
+    owner = await RawClient.connect(a.url)
+    session_id = (await owner.start())["session_id"]
+    raw = await RawClient.connect(b.url)
+    await raw.send(
+        {"type": "session.resume", "session_id": session_id, "resume_token": "x", "last_seq": 0}
+    )
+    error = await raw.recv()
+    assert set(error) == {"type", "code", "message"}
+    assert error["code"] == "invalid_resume_token"
+    await raw.close()
+    # The refused resume did not take the session away from its owner.
+    await owner.send({"type": "response.create", "input": "still mine?"})
+    assert (await owner.until("response.done"))["status"] == "completed"
+    await owner.close()
