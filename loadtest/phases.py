@@ -1,0 +1,223 @@
+"""The measurements: streaming (tokens/s, interrupt and ping latency) and idle RSS."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from loadtest.clients import ConnectPlan, StreamPlan, idle_client_main, stream_client_main
+from loadtest.config import PREFILL_MS, BenchConfig
+from loadtest.pool import ClientPool, split
+from loadtest.report import summarize
+from loadtest.servers import ServerProcess, bare_argv, worker_argv
+
+# -- servers ---------------------------------------------------------------------
+
+
+def start_server(name: str, config: BenchConfig, log_dir: Path) -> ServerProcess:
+    """A fresh worker or bare server, paced alike."""
+    if name == "worker":
+        argv = worker_argv(
+            decode_rate=config.decode_rate,
+            answer_tokens=config.answer_tokens,
+            # The engine's batch must not cap the test: every session decodes at once.
+            engine_slots=max(256, config.sessions),
+            extra=config.worker_args,
+        )
+    else:
+        argv = bare_argv(
+            decode_rate=config.decode_rate,
+            answer_tokens=config.answer_tokens,
+            prefill_ms=PREFILL_MS,
+        )
+    server = ServerProcess(name, argv, log_dir)
+    server.start()
+    return server
+
+
+# -- phase 1+2: streaming ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Snapshot:
+    """CPU counters and server stats at one instant."""
+
+    at: float
+    server_cpu: float
+    clients_cpu: float
+    machine: Any
+    stats: dict[str, Any] | None
+
+    @classmethod
+    def take(cls, server: ServerProcess, pool: ClientPool) -> Snapshot:
+        """Read everything now."""
+        return cls(
+            time.monotonic(),
+            server.cpu_seconds(),
+            pool.cpu_seconds(),
+            psutil.cpu_times(),
+            server.stats(),
+        )
+
+
+def _require_sessions(server: ServerProcess, connected: list[dict[str, Any]]) -> None:
+    """Stop the run when not a single session could be opened."""
+    if not any(c["sessions"] for c in connected):
+        failures = _merge(c["failures"] for c in connected)
+        raise RuntimeError(f"no session could be opened on {server.name}: {failures}")
+
+
+def _sleep_until(moment: float) -> None:
+    time.sleep(max(0.0, moment - time.monotonic()))
+
+
+def stream_plans(url: str, config: BenchConfig) -> list[StreamPlan]:
+    """One plan per client process; session indexes continue across processes."""
+    plans, first = [], 0
+    for count in split(config.sessions, config.clients):
+        plans.append(
+            StreamPlan(
+                connect=ConnectPlan(url, count, config.connect_concurrency),
+                first_index=first,
+                interrupt_every=config.interrupt_every,
+                interrupt_after=config.interrupt_after,
+                interrupt_jitter_s=1.0 / config.decode_rate,
+                start_spread_s=min(config.warmup, config.answer_tokens / config.decode_rate),
+                ping_interval_s=config.ping_interval,
+                drain_s=config.drain,
+            )
+        )
+        first += count
+    return plans
+
+
+def measure_streaming(server: ServerProcess, config: BenchConfig) -> dict[str, Any]:
+    """Open N sessions, stream for warmup + duration, and sum what the clients saw."""
+    with ClientPool(stream_client_main, stream_plans(server.url, config)) as pool:
+        connected = pool.gather("connected", timeout_s=60 + config.sessions / 20)
+        _require_sessions(server, connected)
+        start = time.monotonic() + config.warmup
+        end = start + config.duration
+        pool.broadcast({"kind": "go", "start": start, "end": end})
+        _sleep_until(start)
+        before = Snapshot.take(server, pool)
+        _sleep_until(end)
+        after = Snapshot.take(server, pool)
+        results = pool.gather("result", timeout_s=config.drain + 60)
+    server.check_alive()
+    return _stream_summary(config, connected, results, before, after)
+
+
+def _stream_summary(
+    config: BenchConfig,
+    connected: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    before: Snapshot,
+    after: Snapshot,
+) -> dict[str, Any]:
+    opened = sum(c["sessions"] for c in connected)
+    tokens = sum(r["tokens"] for r in results)
+    frames = sum(r["frames"] for r in results)
+    return {
+        "sessions_opened": opened,
+        "connect_failures": _merge(c["failures"] for c in connected),
+        "tokens_per_s": round(tokens / config.duration, 1),
+        "frames_per_s": round(frames / config.duration, 1),
+        "tokens_per_frame": round(tokens / frames, 3) if frames else None,
+        "offered_tokens_per_s": round(opened * config.decode_rate, 1),
+        "interrupt_ms": summarize([x for r in results for x in r["interrupt_ms"]]),
+        "ping_ms": summarize([x for r in results for x in r["ping_ms"]]),
+        "unanswered_interrupts": sum(r["unanswered_interrupts"] for r in results),
+        "unanswered_pings": sum(r["unanswered_pings"] for r in results),
+        "dropped_sessions": sum(r["dropped_sessions"] for r in results),
+        "done_statuses": _merge(r["statuses"] for r in results),
+        "errors": _merge(r["errors"] for r in results),
+        "cpu": _cpu_use(before, after),
+        "server_cpu_us_per_token": (
+            round((after.server_cpu - before.server_cpu) / tokens * 1e6, 1) if tokens else None
+        ),
+        "decode_steps_per_s": _steps_per_s(before, after),
+        "server_stats_after": after.stats,
+    }
+
+
+def _merge(counters: Any) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for counter in counters:
+        for key, value in counter.items():
+            merged[key] = merged.get(key, 0) + value
+    return merged
+
+
+def _cpu_use(before: Snapshot, after: Snapshot) -> dict[str, float]:
+    """CPU use in the window, in percent of one core (machine: percent of all cores)."""
+    wall = after.at - before.at
+    total = sum(after.machine) - sum(before.machine)
+    busy = total - (after.machine.idle - before.machine.idle)
+    return {
+        "server_pct_of_core": round(100 * (after.server_cpu - before.server_cpu) / wall, 1),
+        "clients_pct_of_core": round(100 * (after.clients_cpu - before.clients_cpu) / wall, 1),
+        "machine_busy_pct": round(100 * busy / total, 1) if total else 0.0,
+    }
+
+
+def _steps_per_s(before: Snapshot, after: Snapshot) -> float | None:
+    def steps(stats: dict[str, Any] | None) -> int | None:
+        if stats is None:
+            return None
+        engine = stats.get("engine", stats)
+        value = engine.get("steps")
+        return int(value) if value is not None else None
+
+    first, last = steps(before.stats), steps(after.stats)
+    if first is None or last is None:
+        return None
+    return round((last - first) / (after.at - before.at), 2)
+
+
+# -- phase 3: idle sessions -------------------------------------------------------
+
+
+def _settled_rss(server: ServerProcess, max_wait_s: float = 10.0) -> int:
+    """RSS once it stops moving (two readings 0.5 s apart within 0.5%), bounded in time."""
+    deadline = time.monotonic() + max_wait_s
+    previous = server.rss_bytes()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        current = server.rss_bytes()
+        if abs(current - previous) <= previous * 0.005:
+            return current
+        previous = current
+    return previous
+
+
+def measure_idle(server: ServerProcess, config: BenchConfig) -> dict[str, Any]:
+    """Open K idle sessions and divide the RSS growth by K."""
+    rss_before = _settled_rss(server)
+    plans = [
+        ConnectPlan(server.url, count, config.connect_concurrency)
+        for count in split(config.idle_sessions, config.clients)
+    ]
+    with ClientPool(idle_client_main, plans) as pool:
+        connected = pool.gather("connected", timeout_s=60 + config.idle_sessions / 20)
+        _require_sessions(server, connected)
+        rss_after = _settled_rss(server)
+        stats = server.stats()
+        server.check_alive()
+        server.stop()  # before the clients close: the teardown is not measured
+        pool.broadcast({"kind": "close"})
+        pool.gather("closed", timeout_s=30)
+    opened = sum(c["sessions"] for c in connected)
+    growth = rss_after - rss_before
+    return {
+        "sessions_opened": opened,
+        "connect_failures": _merge(c["failures"] for c in connected),
+        "rss_before_mib": round(rss_before / 2**20, 2),
+        "rss_after_mib": round(rss_after / 2**20, 2),
+        "kib_per_session": round(growth / 1024 / opened, 2) if opened else None,
+        "server_stats": stats,
+    }

@@ -1,0 +1,183 @@
+"""Servers under test, each a real subprocess on a free loopback port."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import psutil
+
+_LISTENING = re.compile(r"listening on (ws://127\.0\.0\.1:\d+)")
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ServerFailed(RuntimeError):
+    """A server did not start, or died during the run."""
+
+
+class ServerProcess:
+    """Start a server command, find its URL in its output, stop it for sure.
+
+    The command must print ``listening on ws://127.0.0.1:PORT`` once it
+    accepts connections (``wsserver serve`` and the bare server both do).
+    Output goes to a log file, so a chatty server can never block on a pipe.
+    """
+
+    def __init__(self, name: str, argv: list[str], log_dir: Path) -> None:
+        self.name = name
+        self.argv = argv
+        self.log_path = log_dir / f"{name}-{int(time.time() * 1000)}.log"
+        self.url = ""
+        self._popen: subprocess.Popen[bytes] | None = None
+        self._psutil: psutil.Process | None = None
+
+    def __enter__(self) -> ServerProcess:
+        if self._popen is None:
+            self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def pid(self) -> int:
+        """Process id of the running server."""
+        assert self._popen is not None, "server not started"
+        return self._popen.pid
+
+    def start(self, timeout_s: float = 20.0) -> None:
+        """Launch the server and wait until it prints its URL (once per instance)."""
+        if self._popen is not None:
+            raise RuntimeError(f"{self.name} was already started")
+        # WSSERVER_* variables would silently change the worker's settings.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("WSSERVER_")}
+        env["PYTHONUNBUFFERED"] = "1"
+        with self.log_path.open("wb") as log:
+            self._popen = subprocess.Popen(
+                self.argv,
+                cwd=REPO_ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            self._psutil = psutil.Process(self._popen.pid)
+            self.url = self._wait_for_url(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _wait_for_url(self, timeout_s: float) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            match = _LISTENING.search(self.log_path.read_text(errors="replace"))
+            if match:
+                return match.group(1)
+            self.check_alive()
+            time.sleep(0.05)
+        raise ServerFailed(f"{self.name} printed no url within {timeout_s:.0f}s\n{self.log_tail()}")
+
+    def check_alive(self) -> None:
+        """Raise :class:`ServerFailed` if the process has exited."""
+        if self._popen is not None and self._popen.poll() is not None:
+            raise ServerFailed(
+                f"{self.name} exited with {self._popen.returncode}\n{self.log_tail()}"
+            )
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        """SIGTERM, then SIGKILL after ``timeout_s``; safe to call twice."""
+        popen = self._popen
+        if popen is None or popen.poll() is not None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, timeout_s)):
+            try:
+                os.killpg(popen.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                popen.wait(wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def rss_bytes(self) -> int:
+        """Resident set size now."""
+        assert self._psutil is not None, "server not started"
+        return int(self._psutil.memory_info().rss)
+
+    def cpu_seconds(self) -> float:
+        """User plus system CPU time used so far."""
+        assert self._psutil is not None, "server not started"
+        times = self._psutil.cpu_times()
+        return float(times.user + times.system)
+
+    def stats(self, timeout_s: float = 5.0) -> dict[str, Any] | None:
+        """``GET /stats`` as JSON, or ``None`` when it does not answer in time."""
+        http_url = self.url.replace("ws://", "http://", 1) + "/stats"
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        try:
+            with opener.open(http_url, timeout=timeout_s) as response:
+                body: dict[str, Any] = json.loads(response.read())
+                return body
+        except (OSError, ValueError):
+            return None
+
+    def log_tail(self, lines: int = 20) -> str:
+        """The last lines the server wrote."""
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def worker_argv(
+    *, decode_rate: float, answer_tokens: int, engine_slots: int, extra: list[str]
+) -> list[str]:
+    """``wsserver serve`` configured like the bare server (same rate, length and prefill)."""
+    return [
+        sys.executable,
+        "-m",
+        "wsserver.cli",
+        "serve",
+        "--host=127.0.0.1",
+        "--port=0",
+        f"--decode-rate={decode_rate}",
+        f"--answer-tokens={answer_tokens}",
+        f"--engine-slots={engine_slots}",
+        # A growing conversation would lengthen the worker's prefill run after run;
+        # keep it at the engine's fixed base (20 ms), which the bare server copies.
+        "--prefill-per-token-ms=0",
+        "--log-level=WARNING",
+        *extra,
+    ]
+
+
+def bare_argv(*, decode_rate: float, answer_tokens: int, prefill_ms: float) -> list[str]:
+    """The baseline server with the same pacing."""
+    return [
+        sys.executable,
+        "-m",
+        "loadtest.bare_server",
+        "--host=127.0.0.1",
+        "--port=0",
+        f"--decode-rate={decode_rate}",
+        f"--answer-tokens={answer_tokens}",
+        f"--prefill-ms={prefill_ms}",
+    ]
