@@ -125,6 +125,8 @@ class ServerSession:
         self._queued_user_turns: list[str] = []
         self.unpersisted: list[Event] = []
         """Numbered events not yet written to the session store (oldest first)."""
+        self.keep_unpersisted = True
+        """Off when no store keeps a replay log (a single-process store)."""
 
     # -- client commands -------------------------------------------------
 
@@ -337,7 +339,8 @@ class ServerSession:
             self.settled.append(response)
         event.seq = self.replay.last_seq + 1
         self.replay.append(event)
-        self.unpersisted.append(event)
+        if self.keep_unpersisted:
+            self.unpersisted.append(event)
         return event
 
     def take_unpersisted(self) -> list[Event]:

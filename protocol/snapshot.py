@@ -58,8 +58,8 @@ class StreamSnapshot:
     active: dict[str, Any] | None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form."""
-        return asdict(self)
+        """JSON-ready form (built by hand: this runs on every store write)."""
+        return {"last_seq": self.last_seq, "active": self.active}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StreamSnapshot:

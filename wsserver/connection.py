@@ -238,7 +238,7 @@ class Connection:
                     if event is None:
                         break
                     # Numbered events go to the store in the next batch, sent or not.
-                    runtime.persist()
+                    runtime.events_numbered()
                     await ws.send(encode(event.to_message()))
                     self.sent_events += 1
                     if event.type == "response.done":

@@ -53,13 +53,16 @@ class SessionJournal:
     session: ServerSession
     epoch: int
     owner: str
+    log_events: bool = True
+    """Whether the store keeps a replay log (a shared store) or only state and usage."""
     conversation_version: int = -1
     pending: list[Event] = field(default_factory=list)
     usage: list[ResponseUsage] = field(default_factory=list)
 
     def build(self) -> AppendBatch | None:
         """The batch to write now, or ``None`` if nothing changed."""
-        self.pending.extend(self.session.take_unpersisted())
+        if self.log_events:
+            self.pending.extend(self.session.take_unpersisted())
         limit = self.session.limits.replay_max_events
         if len(self.pending) > limit:
             # The store was unreachable for long: keep what a resume could still use.

@@ -101,7 +101,11 @@ class SessionRuntime:
         self.context = context
         self.engine = context.engine
         self.token_hash = token_hash
-        self.journal = SessionJournal(session, epoch, context.worker_id)
+        shared = context.store.shared
+        self.journal = SessionJournal(session, epoch, context.worker_id, log_events=shared)
+        # A store only this process reads needs no copy of every event: the replay
+        # buffer here is the log. It still gets the conversation, state and usage.
+        session.keep_unpersisted = shared
         self.connection: Connection | None = None
         self._generation: Generation | None = None
         self._consumer: asyncio.Task[None] | None = None
@@ -119,6 +123,11 @@ class SessionRuntime:
     def persist(self) -> None:
         """Schedule the session's new events and state for the store."""
         self.context.persister.mark(self)
+
+    def events_numbered(self) -> None:
+        """The writer numbered events: they go to a shared store's log."""
+        if self.journal.log_events:
+            self.context.persister.mark(self)
 
     @property
     def session_id(self) -> str:
