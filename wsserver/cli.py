@@ -31,10 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         help="run a worker",
-        description="Run a worker with the in-memory store and the simulated engine. Every "
-        f"flag can also be set as an environment variable {ENV_PREFIX}<FLAG> "
-        "(for example WSSERVER_PORT=9000).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Run a worker with the simulated engine and the in-memory store, or "
+        "with --store redis://HOST:PORT/DB a store shared by every worker, so a session "
+        "resumes on any of them. Every flag can also be set as an environment variable "
+        f"{ENV_PREFIX}<FLAG> (for example WSSERVER_PORT=9000, "
+        "WSSERVER_STORE=redis://127.0.0.1:6379/0); flags win.",
     )
     for name, info in Settings.model_fields.items():
         flag = "--" + name.replace("_", "-")

@@ -33,6 +33,7 @@ from wsserver.engine.base import (
     FinishReason,
     Generation,
     GenerationRequest,
+    OutputChunk,
 )
 from wsserver.persistence import Persister, SessionJournal
 from wsserver.store.base import (
@@ -68,6 +69,22 @@ _FINISH_STATUS = {
     FinishReason.ERROR: (ResponseStatus.FAILED, "engine_error"),
     FinishReason.ABORTED: (ResponseStatus.CANCELLED, "engine_aborted"),
 }
+
+
+class _ResponseSink:
+    """Routes one generation's output to its response."""
+
+    __slots__ = ("_response", "_runtime")
+
+    def __init__(self, runtime: SessionRuntime, response: ResponseState) -> None:
+        self._runtime = runtime
+        self._response = response
+
+    def on_output(self, chunk: OutputChunk) -> None:
+        self._runtime.on_output(self._response, chunk)
+
+    def on_finish(self, reason: FinishReason) -> None:
+        self._runtime.on_finish(self._response, reason)
 
 
 class RuntimeHost(Protocol):
@@ -108,7 +125,6 @@ class SessionRuntime:
         session.keep_unpersisted = shared
         self.connection: Connection | None = None
         self._generation: Generation | None = None
-        self._consumer: asyncio.Task[None] | None = None
         self._grace_timer: asyncio.TimerHandle | None = None
         self._expiry_timer: asyncio.TimerHandle | None = None
         self._recreating = False
@@ -222,7 +238,7 @@ class SessionRuntime:
             prefix=response.prefix,
         )
         try:
-            generation = self.engine.submit(request)
+            generation = self.engine.submit(request, _ResponseSink(self, response))
         except EngineOverloaded:
             self.session.end_response(response, ResponseStatus.FAILED, reason="engine_overloaded")
             return
@@ -232,32 +248,19 @@ class SessionRuntime:
             self.session.end_response(response, ResponseStatus.FAILED, reason="engine_error")
             return
         self._generation = generation
-        self._consumer = asyncio.create_task(
-            self._consume(response, generation), name=f"generation {request.request_id}"
-        )
 
-    async def _consume(self, response: ResponseState, generation: Generation) -> None:
+    def on_output(self, response: ResponseState, chunk: OutputChunk) -> None:
+        """Engine output of a running response (pushed from the engine, no task hop)."""
         session = self.session
-        limit = session.limits.outbox_max_bytes
-        try:
-            async for chunk in generation:
-                session.record_output(response, chunk.text, chunk.tokens)
-                if session.outbox.nbytes > limit:
-                    self._outbox_full()
-                self.wake()
-        except Exception:
-            log.exception("generation %s failed", response.id)
-            generation.abort()
-            self._end(response, ResponseStatus.FAILED, reason="engine_error")
-        else:
-            reason = generation.finish_reason or FinishReason.STOP
-            status, why = _FINISH_STATUS[reason]
-            self._end(response, status, reason=why)
-        finally:
-            if self._generation is generation:
-                self._generation = None
-                self._consumer = None
-            self.wake()
+        session.record_output(response, chunk.text, chunk.tokens)
+        if session.outbox.nbytes > session.limits.outbox_max_bytes:
+            self._outbox_full()
+        self.wake()
+
+    def on_finish(self, response: ResponseState, reason: FinishReason) -> None:
+        """The engine stopped by itself."""
+        status, why = _FINISH_STATUS[reason]
+        self._end(response, status, reason=why)
 
     def _stop(
         self,
@@ -281,7 +284,7 @@ class SessionRuntime:
         reason: str | None,
         rendered_chars: int | None = None,
     ) -> None:
-        generation = self._generation
+        generation = self._generation if self.session.active is response else None
         self.session.end_response(
             response,
             status,
@@ -290,6 +293,8 @@ class SessionRuntime:
             generated_tokens=generation.generated_tokens if generation is not None else None,
             rendered_chars=rendered_chars,
         )
+        if generation is not None:
+            self._generation = None
         self.wake()
 
     def _outbox_full(self) -> None:

@@ -1,13 +1,17 @@
 """The engine interface: anything that turns a conversation into streamed output.
 
-A request is submitted and returns a :class:`Generation` at once; the caller
-iterates it for output chunks and may ``abort()`` it at any time, which must
-stop the work (free a batch slot, close an upstream stream) before returning.
-The simulated engine and an OpenAI-compatible HTTP engine both fit.
+A request is submitted with a :class:`GenerationSink`; the engine pushes output
+chunks into the sink as it decodes (no task hop per token) and reports the end
+once. The returned :class:`Generation` may be ``abort()``-ed at any time, which
+must stop the work (free a batch slot, close an upstream stream) before
+returning; an aborted generation reports nothing more. The simulated engine
+calls the sink from its decode loop; an HTTP streaming engine calls it from the
+task that reads its response stream.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -52,6 +56,18 @@ class OutputChunk:
     tokens: int = 1
 
 
+class GenerationSink(Protocol):
+    """Receives a generation's output."""
+
+    def on_output(self, chunk: OutputChunk) -> None:
+        """New text (called in order, never after ``on_finish`` or ``abort``)."""
+        ...
+
+    def on_finish(self, reason: FinishReason) -> None:
+        """The generation stopped by itself (stop, length, error); called once."""
+        ...
+
+
 class Generation(Protocol):
     """A running request."""
 
@@ -70,10 +86,6 @@ class Generation(Protocol):
         """Why it stopped; ``None`` while running."""
         ...
 
-    def __aiter__(self) -> AsyncIterator[OutputChunk]:
-        """Output chunks until the generation stops."""
-        ...
-
     def abort(self) -> None:
         """Stop generating now; iteration ends. Idempotent."""
         ...
@@ -90,10 +102,36 @@ class Engine(Protocol):
         """Abort everything and release resources."""
         ...
 
-    def submit(self, request: GenerationRequest) -> Generation:
+    def submit(self, request: GenerationRequest, sink: GenerationSink) -> Generation:
         """Accept a request; raises :class:`EngineOverloaded` when full."""
         ...
 
     def stats(self) -> dict[str, int]:
         """Counters for monitoring (active, queued, tokens generated...)."""
         ...
+
+
+class QueueSink:
+    """A sink that turns pushed output back into an async iterator (tests, adapters)."""
+
+    def __init__(self) -> None:
+        self._queue: asyncio.Queue[OutputChunk | FinishReason] = asyncio.Queue()
+        self.finish_reason: FinishReason | None = None
+
+    def on_output(self, chunk: OutputChunk) -> None:
+        self._queue.put_nowait(chunk)
+
+    def on_finish(self, reason: FinishReason) -> None:
+        self._queue.put_nowait(reason)
+
+    async def chunks(self, timeout: float | None = None) -> AsyncIterator[OutputChunk]:
+        """Chunks until the generation finishes (or ``timeout`` passes without output)."""
+        while True:
+            try:
+                item = await asyncio.wait_for(self._queue.get(), timeout)
+            except TimeoutError:
+                return
+            if isinstance(item, FinishReason):
+                self.finish_reason = item
+                return
+            yield item

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import logging
 from collections import OrderedDict, deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from protocol.conversation import Turn
@@ -21,8 +22,11 @@ from wsserver.engine.base import (
     EngineOverloaded,
     FinishReason,
     GenerationRequest,
+    GenerationSink,
     OutputChunk,
 )
+
+log = logging.getLogger(__name__)
 
 _VOCABULARY_TEXT = """
 the a of to and in that it is was for on are as with they be at one have this from or had
@@ -65,9 +69,12 @@ def count_prompt_tokens(prompt: Sequence[Turn]) -> int:
 class SimulatedGeneration:
     """One request inside the simulated engine."""
 
-    def __init__(self, engine: SimulatedEngine, request: GenerationRequest) -> None:
+    def __init__(
+        self, engine: SimulatedEngine, request: GenerationRequest, sink: GenerationSink
+    ) -> None:
         self._engine = engine
         self.request = request
+        self._sink = sink
         self._input_tokens = count_prompt_tokens(request.prompt)
         seed_text = request.prompt[-1].text if request.prompt else ""
         digest = hashlib.sha256(seed_text.encode()).digest()
@@ -80,8 +87,6 @@ class SimulatedGeneration:
         self._length_limited = remaining > request.max_output_tokens
         self._generated = 0
         self._finish: FinishReason | None = None
-        self._buffer: deque[OutputChunk] = deque()
-        self._waiter: asyncio.Future[None] | None = None
         self.ready_at = 0.0
 
     @property
@@ -104,49 +109,22 @@ class SimulatedGeneration:
         return word if index == 0 else " " + word
 
     def step(self) -> bool:
-        """Produce one token; returns ``False`` when the generation is finished."""
-        if self._target == 0:
-            # Nothing left to say (a continuation of a complete answer).
-            self._finish = FinishReason.STOP
-            self._wake()
-            return False
-        self._buffer.append(OutputChunk(self.token_text(self._offset + self._generated), 1))
-        self._generated += 1
-        self._engine.count_token(self)
-        if self._generated >= self._target:
+        """Produce one token into the sink; ``False`` when the generation is finished."""
+        if self._target > 0:
+            chunk = OutputChunk(self.token_text(self._offset + self._generated), 1)
+            self._generated += 1
+            self._engine.count_token(self)
+            self._sink.on_output(chunk)
+        if self._finish is None and self._generated >= self._target:
             self._finish = FinishReason.LENGTH if self._length_limited else FinishReason.STOP
-        self._wake()
+            self._sink.on_finish(self._finish)
         return self._finish is None
 
     def abort(self) -> None:
         if self._finish is not None:
             return
         self._finish = FinishReason.ABORTED
-        # Unread output is discarded with the request.
-        self._buffer.clear()
         self._engine.release(self)
-        self._wake()
-
-    def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    def __aiter__(self) -> AsyncIterator[OutputChunk]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[OutputChunk]:
-        loop = asyncio.get_running_loop()
-        while True:
-            while self._buffer:
-                yield self._buffer.popleft()
-            if self._finish is not None:
-                return
-            self._waiter = loop.create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
 
 
 class SimulatedEngine:
@@ -175,10 +153,10 @@ class SimulatedEngine:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    def submit(self, request: GenerationRequest) -> SimulatedGeneration:
+    def submit(self, request: GenerationRequest, sink: GenerationSink) -> SimulatedGeneration:
         if len(self._queue) >= self.config.max_queue:
             raise EngineOverloaded(f"engine queue is full ({self.config.max_queue} waiting)")
-        generation = SimulatedGeneration(self, request)
+        generation = SimulatedGeneration(self, request, sink)
         self.generated_by_request[request.request_id] = 0
         while len(self.generated_by_request) > _HISTORY_SIZE:
             self.generated_by_request.popitem(last=False)
@@ -212,6 +190,15 @@ class SimulatedEngine:
             "steps": self.steps,
         }
 
+    def _step(self, generation: SimulatedGeneration) -> bool:
+        try:
+            return generation.step()
+        except Exception:
+            # A failing sink must not stop the loop that serves every other request.
+            log.exception("output of %s failed; aborting it", generation.request.request_id)
+            generation.abort()
+            return False
+
     def _admit(self, now: float) -> None:
         config = self.config
         while self._queue and len(self._running) < config.slots:
@@ -241,7 +228,7 @@ class SimulatedEngine:
             finished = False
             for generation in list(self._running):
                 ready = generation.ready_at <= now and generation.finish_reason is None
-                if ready and not generation.step():
+                if ready and not self._step(generation):
                     finished = True
             if finished:
                 self._running = [g for g in self._running if g.finish_reason is None]
