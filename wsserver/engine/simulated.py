@@ -44,6 +44,7 @@ again
 _VOCABULARY = tuple(_VOCABULARY_TEXT.split())
 
 _HISTORY_SIZE = 10_000
+_YIELD_EVERY = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,10 +227,15 @@ class SimulatedEngine:
                 next_step = now + interval
             self.steps += 1
             finished = False
-            for generation in list(self._running):
+            for index, generation in enumerate(list(self._running)):
                 ready = generation.ready_at <= now and generation.finish_reason is None
                 if ready and not self._step(generation):
                     finished = True
+                if index % _YIELD_EVERY == _YIELD_EVERY - 1:
+                    # The batch's output wakes a writer per session; letting them (and
+                    # any interrupt that arrived) run now keeps control from queueing
+                    # behind the output of a thousand sessions.
+                    await asyncio.sleep(0)
             if finished:
                 self._running = [g for g in self._running if g.finish_reason is None]
                 self._admit(now)
