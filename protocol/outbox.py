@@ -20,6 +20,8 @@ class Outbox:
     per-connection hard bound.
     """
 
+    __slots__ = ("_queue", "merged", "nbytes", "peak_bytes")
+
     def __init__(self) -> None:
         self._queue: deque[Event] = deque()
         self.nbytes = 0

@@ -19,6 +19,16 @@ class ReplayBuffer:
     than a hole.
     """
 
+    __slots__ = (
+        "_bytes",
+        "_events",
+        "acked_seq",
+        "forgotten_unacked",
+        "last_seq",
+        "max_bytes",
+        "max_events",
+    )
+
     def __init__(self, max_events: int, max_bytes: int) -> None:
         self.max_events = max_events
         self.max_bytes = max_bytes

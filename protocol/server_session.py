@@ -106,6 +106,24 @@ class ResponseState:
 class ServerSession:
     """Seq numbering, replay, response lifecycle and usage of one session."""
 
+    # Thousands live per worker: no per-instance __dict__.
+    __slots__ = (
+        "_queued_user_turns",
+        "active",
+        "conversation",
+        "keep_unpersisted",
+        "last_response",
+        "limits",
+        "outbox",
+        "replay",
+        "response_count",
+        "responses",
+        "session_id",
+        "settled",
+        "unpersisted",
+        "usage",
+    )
+
     def __init__(
         self, session_id: str, limits: SessionLimits, instructions: str | None = None
     ) -> None:

@@ -42,6 +42,19 @@ log = logging.getLogger(__name__)
 class Connection:
     """Reader and writer tasks of one client connection."""
 
+    __slots__ = (
+        "_closing",
+        "_control",
+        "_inbound",
+        "_replay",
+        "_wake",
+        "codec",
+        "runtime",
+        "sent_events",
+        "server",
+        "ws",
+    )
+
     def __init__(self, ws: ServerConnection, server: WorkerServer) -> None:
         self.ws = ws
         self.server = server

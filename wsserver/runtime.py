@@ -111,6 +111,21 @@ class RuntimeContext:
 class SessionRuntime:
     """One live session on this worker."""
 
+    __slots__ = (
+        "_expiry_timer",
+        "_generation",
+        "_grace_timer",
+        "_recreate_task",
+        "_recreating",
+        "closed",
+        "connection",
+        "context",
+        "engine",
+        "journal",
+        "session",
+        "token_hash",
+    )
+
     def __init__(
         self, session: ServerSession, context: RuntimeContext, *, token_hash: str, epoch: int
     ) -> None:
