@@ -123,6 +123,8 @@ class SessionClient:
         """Connect, start the session and wait for ``session.ready``."""
         loop = asyncio.get_running_loop()
         self._first_ready = loop.create_future()
+        # open() may have given up waiting already; never leave the outcome unread.
+        self._first_ready.add_done_callback(lambda f: None if f.cancelled() else f.exception())
         self._runner = asyncio.create_task(self._run(), name="wsserver client")
         try:
             return await asyncio.wait_for(asyncio.shield(self._first_ready), self.open_timeout)
@@ -380,10 +382,11 @@ class SessionClient:
                 if event.get("type") == "session.ready":
                     got_ready = True
                     self._on_ready(event)
-                elif event.get("type") == "error" and self.state.state is ClientState.OPENING:
-                    # session.start was refused (store down, bad settings): no session.
+                elif event.get("type") == "error" and self._refused(event):
+                    # session.start or session.resume was refused for now (store down):
+                    # this connection carries no session; retry with backoff.
                     self._open_refused = str(event.get("code"))
-                    await ws.close(1000, "session.start refused")
+                    await ws.close(1000, "refused")
                     return False
                 self._events.put_nowait(event)
             if self.state.state is ClientState.CLOSED:
@@ -395,6 +398,19 @@ class SessionClient:
             if ack is not None:
                 await ws.send(self.codec.encode(ack))
         return got_ready
+
+    def _refused(self, event: dict[str, Any]) -> bool:
+        """An unsequenced error answering our session.start, or a retryable resume refusal."""
+        if "seq" in event:
+            return False
+        if self.state.state is ClientState.OPENING:
+            return True
+        info = ERROR_CODES.get(str(event.get("code")))
+        return (
+            self.state.state is ClientState.RESUMING
+            and info is not None
+            and info.disposition is Disposition.RESUME
+        )
 
     async def _watch(self, ws: ClientConnection) -> None:
         """Drop a connection that went silent: no heartbeat in two intervals."""

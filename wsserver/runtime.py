@@ -263,6 +263,9 @@ class SessionRuntime:
             self.session.end_response(response, ResponseStatus.FAILED, reason="engine_error")
             return
         self._generation = generation
+        # Known now, so a response lost with this worker still reports its input.
+        self.session.usage.input_tokens += generation.input_tokens - response.input_tokens
+        response.input_tokens = generation.input_tokens
 
     def on_output(self, response: ResponseState, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""

@@ -24,6 +24,7 @@ from protocol.snapshot import (
 )
 from wsserver.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import (
+    LogSlice,
     SessionRecord,
     SessionStore,
     SessionStoreUnavailable,
@@ -106,10 +107,40 @@ class SessionManager:
         if local is not None and not local.closed and local.epoch == record.epoch:
             self._check_replay(local.session, message.last_seq)
             return local
+        # Refuse before claiming: a resume that cannot succeed must not take the
+        # session away from a live owner.
+        try:
+            self._check_stored_replay(
+                record,
+                await self.store.read_log(message.session_id, message.last_seq),
+                message.last_seq,
+            )
+        except SessionStoreUnavailable:
+            raise _unavailable("resume a session held by another worker") from None
         if local is not None:
             # Our copy is stale: another worker owned it since.
             local.moved()
         return await self._take_over(message)
+
+    def _check_stored_replay(
+        self, record: SessionRecord, log_slice: LogSlice, last_seq: int
+    ) -> None:
+        stream = StreamSnapshot.from_dict(record.stream)
+        missing_from = last_seq + 1
+        if missing_from <= stream.last_seq and log_slice.first_seq > missing_from:
+            conversation = ConversationSnapshot.from_dict(record.conversation)
+            raise ResumeRefused(
+                ErrorCode.REPLAY_UNAVAILABLE,
+                f"events {missing_from}..{log_slice.first_seq - 1} are no longer stored",
+                details={"snapshot": conversation.public()},
+            )
+        # A client may hold events its dead worker never persisted, but never more
+        # than a worker keeps unpersisted.
+        if last_seq > stream.last_seq + self.limits.replay_max_events:
+            raise ResumeRefused(
+                ErrorCode.INVALID_SEQ,
+                f"last_seq {last_seq} is ahead of the session (last stored {stream.last_seq})",
+            )
 
     def _check_replay(self, session: ServerSession, last_seq: int) -> None:
         try:
@@ -127,15 +158,10 @@ class SessionManager:
             log_slice = await self.store.read_log(session_id, message.last_seq)
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
+        # Checked again after the claim: the old owner may have trimmed in between.
+        self._check_stored_replay(claimed, log_slice, message.last_seq)
         conversation = ConversationSnapshot.from_dict(claimed.conversation)
         stream = StreamSnapshot.from_dict(claimed.stream)
-        missing_from = message.last_seq + 1
-        if missing_from <= stream.last_seq and log_slice.first_seq > missing_from:
-            raise ResumeRefused(
-                ErrorCode.REPLAY_UNAVAILABLE,
-                f"events {missing_from}..{log_slice.first_seq - 1} are no longer stored",
-                details={"snapshot": conversation.public()},
-            )
         events = [
             event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
             for _, payload in log_slice.events
@@ -189,12 +215,14 @@ class SessionManager:
         runtimes = list(self.sessions.values())
         leases = [(r.session_id, r.epoch, self.worker_id) for r in runtimes]
         try:
-            stale = await self.store.renew(leases)
+            result = await self.store.renew(leases)
         except SessionStoreUnavailable:
             return
         for runtime in runtimes:
-            if runtime.session_id in stale:
+            if runtime.session_id in result.stale:
                 runtime.moved()
+            elif runtime.session_id in result.gone:
+                runtime.record_lost()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.create_task(coro)

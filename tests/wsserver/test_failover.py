@@ -257,3 +257,29 @@ async def test_wrong_token_leaks_nothing(start_worker: Any) -> None:
     await owner.send({"type": "response.create", "input": "still mine?"})
     assert (await owner.until("response.done"))["status"] == "completed"
     await owner.close()
+
+
+async def test_refused_resume_elsewhere_does_not_steal_a_live_session(start_worker: Any) -> None:
+    flags = ("--replay-max-events", "16", "--answer-tokens", "80")
+    a, b = start_worker("a", *flags), start_worker("b", *flags)
+    owner = await RawClient.connect(a.url)
+    ready = await owner.start()
+    await owner.send({"type": "response.create", "input": PROMPT})
+    await owner.until("response.done")
+    stale = await RawClient.connect(b.url)
+    for last_seq, code in ((1, "replay_unavailable"), (10_000, "invalid_seq")):
+        await stale.send(
+            {
+                "type": "session.resume",
+                "session_id": ready["session_id"],
+                "resume_token": ready["resume_token"],
+                "last_seq": last_seq,
+            }
+        )
+        assert (await stale.recv())["code"] == code
+    await stale.close()
+    assert b.stats()["store"]["takeovers"] == 0
+    # The owner's connection was never closed and its session still answers.
+    await owner.send({"type": "response.create", "input": "still here"})
+    assert (await owner.until("response.done"))["status"] == "completed"
+    await owner.close()

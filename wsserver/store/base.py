@@ -154,8 +154,8 @@ class SessionStore(Protocol):
         """Persisted events with seq > ``after_seq``."""
         ...
 
-    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> set[str]:
-        """Keep (session, epoch, owner) leases and TTLs alive; returns the stale ones."""
+    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> AppendResult:
+        """Keep (session, epoch, owner) leases and TTLs alive; says which were refused."""
         ...
 
     async def remove(self, session_id: str, epoch: int) -> None:

@@ -132,15 +132,17 @@ class MemorySessionStore:
         first = entry.log[0][0] if entry.log else last_seq + 1
         return LogSlice(first, [(s, p) for s, p in entry.log if s > after_seq])
 
-    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> set[str]:
-        stale: set[str] = set()
+    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> AppendResult:
+        result = AppendResult()
         for session_id, epoch, owner in leases:
             entry = self._live(session_id)
-            if entry is None or entry.record.epoch != epoch:
-                stale.add(session_id)
+            if entry is None:
+                result.gone.add(session_id)
+            elif entry.record.epoch != epoch:
+                result.stale.add(session_id)
             else:
                 self._touch(entry, owner)
-        return stale
+        return result
 
     async def remove(self, session_id: str, epoch: int) -> None:
         entry = self._entries.get(session_id)

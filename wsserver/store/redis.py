@@ -212,9 +212,9 @@ class RedisSessionStore:
             first = int(stream.get("last_seq", after_seq)) + 1
         return LogSlice(first, events)
 
-    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> set[str]:
+    async def renew(self, leases: Sequence[tuple[str, int, str]]) -> AppendResult:
         if not leases:
-            return set()
+            return AppendResult()
         limits = self.limits
 
         async def run() -> list[Any]:
@@ -234,8 +234,13 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        results = await self._call(run)
-        return {lease[0] for lease, r in zip(leases, results, strict=True) if int(r) < 0}
+        outcome = AppendResult()
+        for lease, code in zip(leases, await self._call(run), strict=True):
+            if int(code) == -1:
+                outcome.stale.add(lease[0])
+            elif int(code) == -2:
+                outcome.gone.add(lease[0])
+        return outcome
 
     async def remove(self, session_id: str, epoch: int) -> None:
         async def run() -> Any:

@@ -118,7 +118,8 @@ async def test_claim_bumps_the_epoch_and_fences_the_old_owner(store: SessionStor
     assert claimed.epoch == 2
     assert (claimed.owner, claimed.owner_live) == ("worker-a", True)
     assert (await store.append([_batch("s1", 1, range(1, 3))])).stale == {"s1"}
-    assert await store.renew([("s1", 1, "worker-a")]) == {"s1"}
+    assert (await store.renew([("s1", 1, "worker-a")])).stale == {"s1"}
+    assert (await store.renew([("missing", 1, "worker-a")])).gone == {"missing"}
     result = await store.append([_batch("s1", 2, range(1, 3), owner="worker-b")])
     assert (result.stale, result.gone) == (set(), set())
     assert await store.claim("missing", "worker-b") is None
@@ -158,7 +159,7 @@ async def test_renew_keeps_the_log(store: SessionStore) -> None:
     await store.append([_batch("s1", 1, range(1, 4))])
     for _ in range(4):
         await asyncio.sleep(LIMITS.resume_window / 2)
-        assert await store.renew([("s1", 1, "worker-a")]) == set()
+        assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
     assert [seq for seq, _ in (await store.read_log("s1", 0)).events] == [1, 2, 3]
 
 
