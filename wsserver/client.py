@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
@@ -29,41 +27,11 @@ from protocol.client_session import TRUNCATED, ClientSession, ClientState, Seque
 from protocol.codes import ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
 from protocol.errors import ProtocolError
+from wsserver.client_types import Backoff, ClientError, ResponseResult, SessionClosed
 
 _END = object()
 
-
-class ClientError(Exception):
-    """Base class of SDK errors."""
-
-
-class SessionClosed(ClientError):
-    """The session ended for good (terminal close code, failed resume, or close())."""
-
-
-@dataclass(slots=True)
-class ResponseResult:
-    """A finished (or truncated) response."""
-
-    response_id: str
-    text: str
-    status: str
-    reason: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class Backoff:
-    """Jittered exponential backoff between reconnect attempts ("full jitter")."""
-
-    base: float = 0.1
-    cap: float = 5.0
-    max_attempts: int = 12
-
-    def delay(self, attempt: int) -> float:
-        """Seconds to wait before reconnect attempt ``attempt`` (0-based)."""
-        return random.uniform(0, min(self.cap, self.base * (2**attempt)))
+__all__ = ["Backoff", "ClientError", "ResponseResult", "SessionClient", "SessionClosed"]
 
 
 class SessionClient:
