@@ -1,0 +1,150 @@
+"""Voice-activity detection on PCM16 audio, one detector per session.
+
+The default detector needs nothing but numpy: it measures the energy of each
+20 ms window against an adaptive noise floor. Speech starts after a short run of
+loud windows (so a click does not count) and stops after the configured
+silence; steady noise (a fan, a hum, hiss) raises the floor instead of
+triggering. Settings follow the OpenAI Realtime API's ``server_vad``:
+threshold, prefix padding and silence duration.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+WINDOW_MS = 20
+
+
+@dataclass(frozen=True, slots=True)
+class VadSettings:
+    """How eagerly speech is detected and how long silence ends it."""
+
+    threshold: float = 0.5
+    """0..1: higher needs louder speech above the noise floor (0.5: about 18 dB)."""
+    prefix_padding_ms: int = 300
+    """Audio kept from before the detected start, so the first syllable is not cut."""
+    silence_duration_ms: int = 500
+    """Silence after speech that ends the user's turn."""
+    min_speech_ms: int = 60
+    """Loud audio needed before speech counts as started (ignores clicks)."""
+
+    @property
+    def margin_db(self) -> float:
+        """Energy above the noise floor that counts as voice."""
+        return 6.0 + 24.0 * min(1.0, max(0.0, self.threshold))
+
+
+@dataclass(frozen=True, slots=True)
+class VadEvent:
+    """Speech started or stopped, at an offset into the session's input audio."""
+
+    kind: str
+    """``speech_started`` or ``speech_stopped``."""
+    audio_ms: int
+
+
+class VoiceDetector(Protocol):
+    """Feeds on PCM16 and reports speech boundaries."""
+
+    def feed(self, samples: np.ndarray) -> list[VadEvent]:
+        """Process int16 samples; return the boundaries they contain."""
+        ...
+
+    @property
+    def speaking(self) -> bool:
+        """Whether the user is speaking now."""
+        ...
+
+
+class EnergyVad:
+    """Energy over an adaptive noise floor, in 20 ms windows."""
+
+    # Floor tracking: falls fast to quieter audio, rises slowly to louder.
+    _FALL = 0.5
+    _RISE = 0.02
+    _ABSOLUTE_FLOOR_DB = -70.0
+    _MIN_VOICE_DB = -50.0
+
+    def __init__(self, sample_rate: int, settings: VadSettings | None = None) -> None:
+        self.sample_rate = sample_rate
+        self.settings = settings or VadSettings()
+        self.window = sample_rate * WINDOW_MS // 1000
+        self._pending = np.zeros(0, dtype=np.int16)
+        self._floor_db: float | None = None
+        self._processed = 0
+        """Samples analysed so far (for event offsets)."""
+        self._loud_run = 0
+        self._quiet_run = 0
+        self._speaking = False
+        self._speech_start_ms = 0
+
+    @property
+    def speaking(self) -> bool:
+        return self._speaking
+
+    @property
+    def floor_db(self) -> float:
+        """Current noise-floor estimate in dBFS."""
+        return self._floor_db if self._floor_db is not None else self._ABSOLUTE_FLOOR_DB
+
+    def feed(self, samples: np.ndarray) -> list[VadEvent]:
+        data = np.concatenate((self._pending, samples)) if self._pending.size else samples
+        usable = data.size - data.size % self.window
+        self._pending = data[usable:].copy()
+        if usable == 0:
+            return []
+        windows = data[:usable].astype(np.float32).reshape(-1, self.window)
+        rms = np.sqrt(np.mean(windows * windows, axis=1)) / 32768.0
+        energies = 20.0 * np.log10(np.maximum(rms, 1e-7))
+        events: list[VadEvent] = []
+        for energy in energies.tolist():
+            event = self._window(energy)
+            if event is not None:
+                events.append(event)
+            self._processed += self.window
+        return events
+
+    def _window(self, energy: float) -> VadEvent | None:
+        settings = self.settings
+        if self._floor_db is None:
+            # Streams start with the room, not the voice: the first window sets the floor.
+            self._floor_db = max(energy, self._ABSOLUTE_FLOOR_DB)
+        loud = energy > self._floor_db + settings.margin_db and energy > self._MIN_VOICE_DB
+        rate = self._RISE if energy > self._floor_db else self._FALL
+        if self._speaking:
+            # Voice comes and goes; a noise that just switched on does not. Creeping up
+            # during "speech" ends a steady noise's false turn within seconds.
+            rate = self._RISE / 4 if energy > self._floor_db else 0.0
+        self._floor_db += rate * (energy - self._floor_db)
+        self._floor_db = max(self._floor_db, self._ABSOLUTE_FLOOR_DB)
+        now_ms = self._processed * 1000 // self.sample_rate
+        if loud:
+            self._loud_run += 1
+            self._quiet_run = 0
+        else:
+            self._quiet_run += 1
+            self._loud_run = 0
+        if not self._speaking and self._loud_run * WINDOW_MS >= settings.min_speech_ms:
+            self._speaking = True
+            start = now_ms - (self._loud_run - 1) * WINDOW_MS
+            self._speech_start_ms = start
+            return VadEvent("speech_started", max(0, start))
+        if self._speaking and self._quiet_run * WINDOW_MS >= settings.silence_duration_ms:
+            self._speaking = False
+            end = now_ms - (self._quiet_run - 1) * WINDOW_MS
+            return VadEvent("speech_stopped", end)
+        return None
+
+
+def pcm16(payload: bytes) -> np.ndarray:
+    """Little-endian PCM16 bytes as int16 samples (no copy)."""
+    return np.frombuffer(payload, dtype="<i2")
+
+
+def duration_ms(samples: int, sample_rate: int) -> int:
+    """Length of ``samples`` in milliseconds."""
+    return math.floor(samples * 1000 / sample_rate)
