@@ -88,7 +88,7 @@ def test_higher_threshold_needs_louder_speech() -> None:
 
 
 def test_24khz_input() -> None:
-    speech, rate = load("speech_weather")
+    speech, _ = load("speech_weather")
     upsampled = np.repeat(speech, 3)[::2]  # 16 kHz -> 24 kHz, crude but fine for energy
     silence = np.zeros(24000, dtype=np.int16)
     events = run(mix(upsampled, silence, 12000), 24000)
