@@ -340,7 +340,7 @@ async def _drive(sessions: list[LeanConnection], plan: StreamPlan, window: Windo
 async def _stream_client(plan: StreamPlan, pipe: Connection) -> None:
     sessions, failures = await open_sessions(plan.connect)
     pipe.send({"kind": "connected", "sessions": len(sessions), "failures": dict(failures)})
-    go = await _receive(pipe, "go")
+    go = await receive_from_runner(pipe, "go")
     tally = await _drive(sessions, plan, Window(go["start"], go["end"]))
     await close_sessions(sessions, timeout_s=5.0)
     pipe.send(
@@ -365,7 +365,7 @@ async def _stream_client(plan: StreamPlan, pipe: Connection) -> None:
 async def _idle_client(plan: ConnectPlan, pipe: Connection) -> None:
     sessions, failures = await open_sessions(plan)
     pipe.send({"kind": "connected", "sessions": len(sessions), "failures": dict(failures)})
-    await _receive(pipe, "close")
+    await receive_from_runner(pipe, "close")
     # The runner stops the server first; a short bounded close is enough.
     await close_sessions(sessions, timeout_s=2.0)
     pipe.send({"kind": "closed"})
@@ -374,7 +374,7 @@ async def _idle_client(plan: ConnectPlan, pipe: Connection) -> None:
 # -- process entry points --------------------------------------------------------
 
 
-async def _receive(pipe: Connection, kind: str) -> dict[str, Any]:
+async def receive_from_runner(pipe: Connection, kind: str) -> dict[str, Any]:
     """Wait (off the event loop) for the runner's next message, which must be ``kind``."""
     loop = asyncio.get_running_loop()
     ready = await loop.run_in_executor(None, pipe.poll, PIPE_TIMEOUT_S)
@@ -386,7 +386,7 @@ async def _receive(pipe: Connection, kind: str) -> dict[str, Any]:
     return message
 
 
-def _run_process(coro: Any, pipe: Connection) -> None:
+def run_client_process(coro: Any, pipe: Connection) -> None:
     raise_fd_limit()
     try:
         uvloop.run(coro)
@@ -400,9 +400,9 @@ def _run_process(coro: Any, pipe: Connection) -> None:
 
 def stream_client_main(plan: StreamPlan, pipe: Connection) -> None:
     """Process entry point of a streaming client."""
-    _run_process(_stream_client(plan, pipe), pipe)
+    run_client_process(_stream_client(plan, pipe), pipe)
 
 
 def idle_client_main(plan: ConnectPlan, pipe: Connection) -> None:
     """Process entry point of an idle-sessions client."""
-    _run_process(_idle_client(plan, pipe), pipe)
+    run_client_process(_idle_client(plan, pipe), pipe)

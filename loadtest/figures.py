@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import resource
@@ -119,7 +120,15 @@ def _git_state() -> dict[str, Any]:
         return done.stdout.strip()
 
     try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain"))}
+        changed = [line.split(maxsplit=1)[-1] for line in git("status", "--porcelain").splitlines()]
+        diff = git("diff", "HEAD")
+        return {
+            "commit": git("rev-parse", "HEAD"),
+            "dirty": bool(changed),
+            # Others may be editing the tree: name what differed from the commit, and how.
+            "changed_files": changed,
+            "diff_sha1": hashlib.sha1(diff.encode()).hexdigest() if diff else None,
+        }
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,9 @@ def start_server(name: str, config: BenchConfig, log_dir: Path) -> ServerProcess
 # -- phase 1+2: streaming ---------------------------------------------------------
 
 
+Probe = Callable[[], dict[str, float]]
+
+
 @dataclass(slots=True)
 class Snapshot:
     """CPU counters and server stats at one instant."""
@@ -51,9 +55,11 @@ class Snapshot:
     clients_cpu: float
     machine: Any
     stats: dict[str, Any] | None
+    side: dict[str, float]
+    """Counters of a process beside the server (the store's), from the caller's probe."""
 
     @classmethod
-    def take(cls, server: ServerProcess, pool: ClientPool) -> Snapshot:
+    def take(cls, server: ServerProcess, pool: ClientPool, probe: Probe | None = None) -> Snapshot:
         """Read everything now."""
         return cls(
             time.monotonic(),
@@ -61,6 +67,7 @@ class Snapshot:
             pool.cpu_seconds(),
             psutil.cpu_times(),
             server.stats(),
+            probe() if probe is not None else {},
         )
 
 
@@ -95,8 +102,14 @@ def stream_plans(url: str, config: BenchConfig) -> list[StreamPlan]:
     return plans
 
 
-def measure_streaming(server: ServerProcess, config: BenchConfig) -> dict[str, Any]:
-    """Open N sessions, stream for warmup + duration, and sum what the clients saw."""
+def measure_streaming(
+    server: ServerProcess, config: BenchConfig, probe: Probe | None = None
+) -> dict[str, Any]:
+    """Open N sessions, stream for warmup + duration, and sum what the clients saw.
+
+    ``probe`` reads counters of another process (the store); their change over
+    the window is reported as ``side_delta``.
+    """
     with ClientPool(stream_client_main, stream_plans(server.url, config)) as pool:
         connected = pool.gather("connected", timeout_s=60 + config.sessions / 20)
         _require_sessions(server, connected)
@@ -104,9 +117,9 @@ def measure_streaming(server: ServerProcess, config: BenchConfig) -> dict[str, A
         end = start + config.duration
         pool.broadcast({"kind": "go", "start": start, "end": end})
         _sleep_until(start)
-        before = Snapshot.take(server, pool)
+        before = Snapshot.take(server, pool, probe)
         _sleep_until(end)
-        after = Snapshot.take(server, pool)
+        after = Snapshot.take(server, pool, probe)
         results = pool.gather("result", timeout_s=config.drain + 60)
     server.check_alive()
     return _stream_summary(config, connected, results, before, after)
@@ -141,6 +154,8 @@ def _stream_summary(
             round((after.server_cpu - before.server_cpu) / tokens * 1e6, 1) if tokens else None
         ),
         "decode_steps_per_s": _steps_per_s(before, after),
+        "side_delta": {k: round(after.side[k] - v, 3) for k, v in before.side.items()},
+        "server_stats_before": before.stats,
         "server_stats_after": after.stats,
     }
 
@@ -162,7 +177,13 @@ def _cpu_use(before: Snapshot, after: Snapshot) -> dict[str, float]:
         "server_pct_of_core": round(100 * (after.server_cpu - before.server_cpu) / wall, 1),
         "clients_pct_of_core": round(100 * (after.clients_cpu - before.clients_cpu) / wall, 1),
         "machine_busy_pct": round(100 * busy / total, 1) if total else 0.0,
+        # Kernel work on interrupts (loopback networking among it), charged to no process.
+        "machine_softirq_pct": round(100 * _softirq(after, before) / total, 1) if total else 0.0,
     }
+
+
+def _softirq(after: Snapshot, before: Snapshot) -> float:
+    return float(getattr(after.machine, "softirq", 0.0) - getattr(before.machine, "softirq", 0.0))
 
 
 def _steps_per_s(before: Snapshot, after: Snapshot) -> float | None:

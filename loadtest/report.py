@@ -43,6 +43,10 @@ def _round(value: float | None, digits: int = 3) -> float | None:
     return None if value is None else round(value, digits)
 
 
+COUNT_UNITS = frozenset({"events", "sessions", "responses", "chars"})
+"""Units printed as whole numbers."""
+
+
 @dataclass(frozen=True, slots=True)
 class Figure:
     """One measured figure beside its baseline from the same run."""
@@ -66,14 +70,14 @@ class Figure:
 def _cell(value: float | None, unit: str) -> str:
     if value is None:
         return "n/a"
-    if unit in ("tokens/s", "frames/s"):
+    if unit in ("tokens/s", "frames/s") or unit in COUNT_UNITS:
         return f"{value:,.0f}"
     return f"{value:,.2f}"
 
 
-def format_table(figures: Sequence[Figure]) -> str:
-    """A fixed-width table: figure, worker value, baseline, baseline value, ratio."""
-    header = ("figure", "worker", "baseline (same run)", "baseline", "ratio")
+def format_table(figures: Sequence[Figure], value_header: str = "worker") -> str:
+    """A fixed-width table: figure, measured value, baseline, baseline value, ratio."""
+    header = ("figure", value_header, "baseline (same run)", "baseline", "ratio")
     rows = [header] + [
         (
             f"{f.name} ({f.unit})",

@@ -216,6 +216,9 @@ async def open_connection(url: str, timeout_s: float) -> LeanConnection:
     try:
         await asyncio.wait_for(asyncio.shield(connection.opened), timeout_s)
     except BaseException:
+        # Nobody will read these any more: cancelled, they take no "never retrieved" error.
+        connection.opened.cancel()
+        connection.first_text.cancel()
         if connection.transport is not None:
             connection.transport.abort()
         raise

@@ -1,0 +1,103 @@
+"""Store benchmark: the Redis session store against the memory store, in one run.
+
+``python -m loadtest.bench_store`` starts a fresh ``redis-server`` on a free
+loopback port and ``wsserver serve`` workers as subprocesses, and measures:
+
+1. the streaming load of :mod:`loadtest.bench_stream` (N sessions) on a worker
+   with ``--store memory`` and then on one with ``--store redis://…``:
+   delivered tokens/s, CPU per token, Redis round trips per token, at an
+   unsaturated decode rate and at a saturating one;
+2. a reconnect storm: K sessions stream on worker A, every connection drops at
+   once, and every session resumes at once on worker B (a takeover through the
+   shared Redis), against the same storm resuming on A itself: drop ->
+   ``session.ready`` p50/p99, and lost / doubled events per session.
+
+It prints every figure beside its same-run baseline and the ratio, and writes
+a JSON report. See ``loadtest/README.md`` for what each figure means.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from loadtest.clients import raise_fd_limit
+from loadtest.figures import environment
+from loadtest.redis_process import RedisProcess
+from loadtest.report import write_json
+from loadtest.store_config import StoreBenchConfig, build_parser, resolve_config
+from loadtest.store_figures import build_figures, print_summary, store_warnings
+from loadtest.store_phases import measure_stream_rounds
+from loadtest.storm_runner import measure_storm
+
+
+def run(config: StoreBenchConfig, log_dir: Path) -> dict[str, Any]:
+    """Every part against one redis-server, each worker fresh and stopped right after."""
+    results: dict[str, Any] = {}
+    with RedisProcess(log_dir) as redis:
+        if "stream" in config.phases:
+            rates = [config.decode_rate]
+            if config.saturation_rate:
+                rates.append(config.saturation_rate)
+            results["stream"], results["stream_rounds"] = {}, {}
+            for rate in rates:
+                chosen, rounds = measure_stream_rounds(config, redis, log_dir, rate)
+                results["stream"][f"{rate:g}"] = chosen
+                results["stream_rounds"][f"{rate:g}"] = rounds
+        if "storm" in config.phases:
+            results["storm"] = {
+                "in_place": measure_storm(config, redis, log_dir, takeover=False),
+                "takeover": measure_storm(config, redis, log_dir, takeover=True),
+            }
+    return results
+
+
+def _terminate_on_sigterm() -> None:
+    def handler(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point."""
+    config = resolve_config(build_parser().parse_args(argv))
+    fd_limit = raise_fd_limit()  # inherited by the servers and the clients
+    needed = 2 * max(config.sessions, config.storm_sessions) + 1024
+    if fd_limit < needed:
+        print(f"warning: open-files limit {fd_limit} is low (want {needed})", file=sys.stderr)
+    _terminate_on_sigterm()
+    started = datetime.now().isoformat(timespec="seconds")
+    env = environment()  # the commit under test, read before the run: the tree may change
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="bench-store-") as log_dir:
+        results = run(config, Path(log_dir))
+    env_after = environment()["git"]
+    if env_after != env["git"]:
+        env["git_after_run"] = env_after
+    figures = build_figures(config, results)
+    report = {
+        "benchmark": "store",
+        "started_at": started,
+        "elapsed_s": round(time.monotonic() - began, 1),
+        "config": {**asdict(config), "report": str(config.report)},
+        "environment": env,
+        "figures": [f.to_dict() for f in figures],
+        "results": results,
+        "warnings": store_warnings(config, results),
+    }
+    print_summary(config, report, figures)
+    write_json(config.report, report)
+    print(f"\nreport: {config.report}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
