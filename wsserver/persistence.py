@@ -20,11 +20,18 @@ import msgpack
 from protocol.events import RESPONSE_CREATED, TEXT_DELTA, Event
 from protocol.server_session import ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
-from wsserver.store.base import AppendBatch, ResponseUsage, SessionStore, SessionStoreUnavailable
+from wsserver.store.base import (
+    AppendBatch,
+    AppendResult,
+    ResponseUsage,
+    SessionStore,
+    SessionStoreUnavailable,
+)
 
 log = logging.getLogger(__name__)
 
 _RETRY_MIN = 0.25
+_SESSIONS_PER_CALL = 200
 _RETRY_MAX = 2.0
 
 
@@ -58,6 +65,8 @@ class SessionJournal:
     conversation_version: int = -1
     pending: list[Event] = field(default_factory=list)
     usage: list[ResponseUsage] = field(default_factory=list)
+    remove: bool = False
+    """The session ended: the next batch deletes it from the store."""
 
     def build(self) -> AppendBatch | None:
         """The batch to write now, or ``None`` if nothing changed."""
@@ -68,7 +77,12 @@ class SessionJournal:
             # The store was unreachable for long: keep what a resume could still use.
             del self.pending[: len(self.pending) - limit]
         version = self.session.conversation.version
-        if not self.pending and not self.usage and version == self.conversation_version:
+        if (
+            not self.pending
+            and not self.usage
+            and not self.remove
+            and version == self.conversation_version
+        ):
             return None
         batch = AppendBatch(
             self.session.session_id,
@@ -77,6 +91,7 @@ class SessionJournal:
             [(e.seq, msgpack.packb(e.to_message())) for e in self.pending],
             stream_snapshot(self.session).to_dict(),
             usage=list(self.usage),
+            remove=self.remove,
         )
         if version != self.conversation_version:
             batch.conversation = conversation_snapshot(self.session).to_dict()
@@ -89,6 +104,8 @@ class SessionJournal:
         """The batch is in the store."""
         del self.pending[: len(batch.events)]
         del self.usage[: len(batch.usage)]
+        if batch.remove:
+            self.remove = False
         if batch.conversation is not None:
             self.conversation_version = int(batch.conversation["version"])
 
@@ -143,21 +160,30 @@ class Persister:
         pairs = [(r, b) for r in dirty.values() if (b := r.journal.build()) is not None]
         if not pairs:
             return True
-        try:
-            result = await self.store.append([b for _, b in pairs])
-        except SessionStoreUnavailable as exc:
-            if self.store_up:
-                log.warning("session store unavailable, keeping events in memory: %s", exc)
-            self.store_up = False
-            for runtime, _ in pairs:
-                self._dirty.setdefault(runtime.session_id, runtime)
-            return False
+        for start in range(0, len(pairs), _SESSIONS_PER_CALL):
+            if start:
+                # Let readers and writers run between big calls (control first).
+                await asyncio.sleep(0)
+            chunk = pairs[start : start + _SESSIONS_PER_CALL]
+            try:
+                result = await self.store.append([b for _, b in chunk])
+            except SessionStoreUnavailable as exc:
+                if self.store_up:
+                    log.warning("session store unavailable, keeping events in memory: %s", exc)
+                self.store_up = False
+                for runtime, _ in pairs[start:]:
+                    self._dirty.setdefault(runtime.session_id, runtime)
+                return False
+            self._written(chunk, result)
+        return True
+
+    def _written(self, chunk: list[tuple[Persistent, AppendBatch]], result: AppendResult) -> None:
         if not self.store_up:
             log.warning("session store reachable again")
         self.store_up = True
         self._retry_delay = _RETRY_MIN
         self.flushes += 1
-        for runtime, batch in pairs:
+        for runtime, batch in chunk:
             if runtime.session_id in result.stale:
                 runtime.moved()
             elif runtime.session_id in result.gone:
@@ -165,4 +191,3 @@ class Persister:
             else:
                 runtime.journal.written(batch)
                 self.events_written += len(batch.events)
-        return True

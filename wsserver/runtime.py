@@ -271,7 +271,12 @@ class SessionRuntime:
         """Engine output of a running response (pushed from the engine, no task hop)."""
         session = self.session
         session.record_output(response, chunk.text, chunk.tokens)
-        if session.outbox.nbytes > session.limits.outbox_max_bytes:
+        if self.connection is None and self.journal.log_events:
+            # Nobody is reading: number it for the shared log now, so a resume on
+            # another worker replays it, and a takeover fences this worker at once.
+            session.flush()
+            self.persist()
+        elif session.outbox.nbytes > session.limits.outbox_max_bytes:
             self._outbox_full()
         self.wake()
 

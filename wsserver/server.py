@@ -99,6 +99,8 @@ class WorkerServer:
             ping_timeout=settings.ping_timeout,
             close_timeout=settings.close_timeout,
             write_limit=settings.write_limit,
+            # A worker's clients reconnect all at once when another worker dies.
+            backlog=settings.listen_backlog,
         )
         self._loops = [
             asyncio.create_task(self.persister.run(), name="store writer"),
@@ -124,7 +126,6 @@ class WorkerServer:
         for runtime in list(self.sessions.values()):
             runtime.expire()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.manager.drain_tasks()
         await self.persister.flush()
         for loop_task in self._loops:
             loop_task.cancel()

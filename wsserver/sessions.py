@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import secrets
 import time
+from collections import OrderedDict
 from typing import Any
 
 import msgpack
@@ -35,6 +35,8 @@ from wsserver.store.base import (
 
 log = logging.getLogger(__name__)
 
+_ENDED_MEMORY = 10_000
+
 
 def _unavailable(what: str) -> ProtocolViolation:
     return ProtocolViolation(
@@ -51,7 +53,8 @@ class SessionManager:
         self.limits = limits
         self.sessions: dict[str, SessionRuntime] = {}
         self.takeovers = 0
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        """Recently ended sessions: refused at once, before the store has deleted them."""
 
     @property
     def worker_id(self) -> str:
@@ -90,6 +93,8 @@ class SessionManager:
 
     async def resume(self, message: SessionResume) -> SessionRuntime:
         """The runtime to re-attach: local, or taken over from the store."""
+        if message.session_id in self._ended:
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
         local = self.sessions.get(message.session_id)
         try:
             record = await self.store.get(message.session_id)
@@ -200,15 +205,13 @@ class SessionManager:
         if self.sessions.get(runtime.session_id) is runtime:
             del self.sessions[runtime.session_id]
         if remove_from_store:
-            self._spawn(self._remove(runtime))
-
-    async def _remove(self, runtime: SessionRuntime) -> None:
-        # Its last events and usage go first, so the ledger is complete.
-        await self._context.persister.flush()
-        try:
-            await self.store.remove(runtime.session_id, runtime.epoch)
-        except SessionStoreUnavailable:
-            log.warning("could not remove ended session %s from the store", runtime.session_id)
+            self._ended[runtime.session_id] = None
+            while len(self._ended) > _ENDED_MEMORY:
+                self._ended.popitem(last=False)
+            # Deleted by the writer with the session's last events and usage, and
+            # retried like any write while the store is unreachable.
+            runtime.journal.remove = True
+            runtime.persist()
 
     async def renew_leases(self) -> None:
         """Keep ownership of every local session; give up the ones taken over."""
@@ -223,12 +226,3 @@ class SessionManager:
                 runtime.moved()
             elif runtime.session_id in result.gone:
                 runtime.record_lost()
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def drain_tasks(self) -> None:
-        """Wait for background store calls."""
-        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -89,6 +89,9 @@ class Settings(BaseModel):
     outbox_max_bytes: int = Field(
         1 << 20, ge=1024, description="unsent bytes per connection before closing with 4000"
     )
+    listen_backlog: int = Field(
+        2048, ge=1, description="pending TCP connections the listener queues (reconnect storms)"
+    )
     write_limit: int = Field(
         64 * 1024, ge=1024, description="socket write buffer high-water mark in bytes"
     )

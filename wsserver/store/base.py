@@ -104,6 +104,8 @@ class AppendBatch:
     partial_append: str = ""
     usage: list[ResponseUsage] = field(default_factory=list)
     """Ledger entries to add (written even if the epoch turns out stale)."""
+    remove: bool = False
+    """The session ended: after this batch, delete it (the ledger stays)."""
 
 
 @dataclass(slots=True)

@@ -114,7 +114,11 @@ class MemorySessionStore:
             if batch.partial_reset:
                 record.partial_text = ""
             record.partial_text += batch.partial_append
-            self._touch(entry, batch.owner)
+            # Like the Redis store: a write refreshes the TTLs; the lease is renew()'s job.
+            entry.touched = self._clock()
+            record.owner = batch.owner
+            if batch.remove:
+                del self._entries[batch.session_id]
         return result
 
     def _trim(self, entry: _Entry) -> None:

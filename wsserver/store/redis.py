@@ -177,6 +177,12 @@ class RedisSessionStore:
                         args.append(payload)
                     await self._append(keys=list(_keys(batch.session_id)), args=args, client=pipe)
                 for batch in batches:
+                    if batch.remove:
+                        # Same slot, same pipeline, after the append: the epoch check holds.
+                        await self._remove(
+                            keys=list(_keys(batch.session_id)), args=[batch.epoch], client=pipe
+                        )
+                for batch in batches:
                     if batch.usage:
                         key = _usage_key(batch.session_id)
                         pipe.rpush(key, *(entry.to_json() for entry in batch.usage))

@@ -42,10 +42,11 @@ redis.call('HSET', KEYS[1], 'stream', ARGV[8], 'owner', ARGV[2])
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'conversation', ARGV[9]) end
 if ARGV[10] == '1' then redis.call('DEL', KEYS[3]) end
 if ARGV[11] ~= '' then redis.call('APPEND', KEYS[3], ARGV[11]) end
+-- Every key gets its TTL here, so nothing outlives a worker that dies right after.
+-- (PEXPIRE of a missing key is a no-op.) The lease is renewed by RENEW, not per write.
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
-if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
-redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
 return 1
 """
 
