@@ -87,8 +87,15 @@ class MsgpackCodec:
             ) from None
 
 
+_JSON = JsonCodec()
+_MSGPACK = MsgpackCodec()
+
+
 def codec_for(subprotocol: str | None) -> Codec:
-    """The codec for a negotiated subprotocol; JSON when none was negotiated."""
+    """The codec for a negotiated subprotocol; JSON when none was negotiated.
+
+    Codecs hold no per-connection state, so every connection shares one of each.
+    """
     if subprotocol == MSGPACK_SUBPROTOCOL:
-        return MsgpackCodec()
-    return JsonCodec()
+        return _MSGPACK
+    return _JSON

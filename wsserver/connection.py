@@ -60,8 +60,9 @@ class Connection:
         self.server = server
         self.codec = codec_for(ws.subprotocol)
         self.runtime: SessionRuntime | None = None
-        self._control: deque[dict[str, Any]] = deque()
-        self._replay: deque[Event] = deque()
+        # Plain list and a lazily made deque: an idle connection should cost little.
+        self._control: list[dict[str, Any]] = []
+        self._replay: deque[Event] | None = None
         self._wake = asyncio.Event()
         self._closing = False
         self.sent_events = 0
@@ -91,7 +92,10 @@ class Connection:
 
     def start_replay(self, events: list[Event]) -> None:
         """Queue events a resuming client missed."""
-        self._replay.extend(events)
+        if self._replay is None:
+            self._replay = deque(events)
+        else:
+            self._replay.extend(events)
         self._wake.set()
 
     def close_slow_consumer(self) -> None:
@@ -233,17 +237,18 @@ class Connection:
         ws = self.ws
         encode = self.codec.encode
         control = self._control
-        replay = self._replay
         try:
             while True:
                 self._wake.clear()
                 while True:
                     if control:
-                        await ws.send(encode(control.popleft()))
+                        await ws.send(encode(control.pop(0)))
                         continue
+                    replay = self._replay
                     if replay:
                         await ws.send(encode(replay.popleft().to_message()))
                         continue
+                    self._replay = None
                     runtime = self.runtime
                     if runtime is None or self._closing:
                         break
