@@ -31,7 +31,7 @@ from wsserver.store.base import (
 log = logging.getLogger(__name__)
 
 _RETRY_MIN = 0.25
-_SESSIONS_PER_CALL = 200
+_SESSIONS_PER_CALL = 50
 _RETRY_MAX = 2.0
 
 
@@ -156,22 +156,24 @@ class Persister:
 
     async def flush(self) -> bool:
         """Write everything pending; ``False`` if the store was unreachable."""
-        dirty, self._dirty = self._dirty, {}
-        pairs = [(r, b) for r in dirty.values() if (b := r.journal.build()) is not None]
-        if not pairs:
-            return True
-        for start in range(0, len(pairs), _SESSIONS_PER_CALL):
+        dirty = list(self._dirty.values())
+        self._dirty = {}
+        for start in range(0, len(dirty), _SESSIONS_PER_CALL):
             if start:
-                # Let readers and writers run between big calls (control first).
+                # Building and sending a thousand sessions' batches takes a while: let
+                # readers (interrupts) and writers run between chunks.
                 await asyncio.sleep(0)
-            chunk = pairs[start : start + _SESSIONS_PER_CALL]
+            runtimes = dirty[start : start + _SESSIONS_PER_CALL]
+            chunk = [(r, b) for r in runtimes if (b := r.journal.build()) is not None]
+            if not chunk:
+                continue
             try:
                 result = await self.store.append([b for _, b in chunk])
             except SessionStoreUnavailable as exc:
                 if self.store_up:
                     log.warning("session store unavailable, keeping events in memory: %s", exc)
                 self.store_up = False
-                for runtime, _ in pairs[start:]:
+                for runtime in dirty[start:]:
                     self._dirty.setdefault(runtime.session_id, runtime)
                 return False
             self._written(chunk, result)
