@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from protocol.conversation import Turn
 from protocol.events import Event
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession, SessionLimits
 
@@ -174,8 +173,3 @@ def _running_response(data: dict[str, Any], partial_text: str) -> ResponseState:
         response.generated_parts = [partial_text]
         response.delivered_parts = [partial_text]
     return response
-
-
-def turns_of(snapshot: ConversationSnapshot) -> list[Turn]:
-    """The snapshot's conversation as turns."""
-    return [Turn(role, text) for role, text in snapshot.turns]  # type: ignore[arg-type]

@@ -50,7 +50,6 @@ class Connection:
         "_wake",
         "codec",
         "runtime",
-        "sent_events",
         "server",
         "ws",
     )
@@ -65,7 +64,6 @@ class Connection:
         self._replay: deque[Event] | None = None
         self._wake = asyncio.Event()
         self._closing = False
-        self.sent_events = 0
         settings = server.settings
         self._inbound = TokenBucket(
             settings.max_messages_per_second,
@@ -258,7 +256,6 @@ class Connection:
                     # Numbered events go to the store in the next batch, sent or not.
                     runtime.events_numbered()
                     await ws.send(encode(event.to_message()))
-                    self.sent_events += 1
                     if event.type == "response.done":
                         runtime.settle()
                 await self._wake.wait()
