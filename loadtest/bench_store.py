@@ -18,20 +18,14 @@ a JSON report. See ``loadtest/README.md`` for what each figure means.
 
 from __future__ import annotations
 
-import signal
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
-from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from loadtest.clients import raise_fd_limit
-from loadtest.figures import environment
+from loadtest.harness import run_benchmark
 from loadtest.redis_process import RedisProcess
-from loadtest.report import write_json
 from loadtest.store_config import StoreBenchConfig, build_parser, resolve_config
 from loadtest.store_figures import build_figures, print_summary, store_warnings
 from loadtest.store_phases import measure_stream_rounds
@@ -59,13 +53,6 @@ def run(config: StoreBenchConfig, log_dir: Path) -> dict[str, Any]:
     return results
 
 
-def _terminate_on_sigterm() -> None:
-    def handler(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point."""
     config = resolve_config(build_parser().parse_args(argv))
@@ -73,30 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     needed = 2 * max(config.sessions, config.storm_sessions) + 1024
     if fd_limit < needed:
         print(f"warning: open-files limit {fd_limit} is low (want {needed})", file=sys.stderr)
-    _terminate_on_sigterm()
-    started = datetime.now().isoformat(timespec="seconds")
-    env = environment()  # the commit under test, read before the run: the tree may change
-    began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bench-store-") as log_dir:
-        results = run(config, Path(log_dir))
-    env_after = environment()["git"]
-    if env_after != env["git"]:
-        env["git_after_run"] = env_after
-    figures = build_figures(config, results)
-    report = {
-        "benchmark": "store",
-        "started_at": started,
-        "elapsed_s": round(time.monotonic() - began, 1),
-        "config": {**asdict(config), "report": str(config.report)},
-        "environment": env,
-        "figures": [f.to_dict() for f in figures],
-        "results": results,
-        "warnings": store_warnings(config, results),
-    }
-    print_summary(config, report, figures)
-    write_json(config.report, report)
-    print(f"\nreport: {config.report}")
-    return 0
+    return run_benchmark(
+        "store",
+        config,
+        run=lambda log_dir: run(config, log_dir),
+        figures_of=lambda results: build_figures(config, results),
+        warnings_of=lambda results: store_warnings(config, results),
+        print_summary=lambda report, figures: print_summary(config, report, figures),
+        git_before_run=True,  # the commit under test, read before the run: the tree may change
+    )
 
 
 if __name__ == "__main__":

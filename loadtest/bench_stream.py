@@ -15,21 +15,17 @@ report. See ``loadtest/README.md`` for what each figure means.
 
 from __future__ import annotations
 
-import signal
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
-from dataclasses import asdict
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from loadtest.clients import raise_fd_limit
 from loadtest.config import BenchConfig, build_parser, resolve_config
-from loadtest.figures import build_figures, environment, print_summary, warnings_for
+from loadtest.figures import build_figures, print_summary, warnings_for
+from loadtest.harness import run_benchmark
 from loadtest.phases import measure_idle, measure_streaming, start_server
-from loadtest.report import write_json
+from loadtest.servers import tail_on_error
 
 SERVERS = ("worker", "bare")
 
@@ -42,20 +38,9 @@ def run(config: BenchConfig, log_dir: Path) -> dict[str, dict[str, Any]]:
         results[phase] = {}
         for name in SERVERS:
             print(f"[{phase}] {name} ...", flush=True)
-            with start_server(name, config, log_dir) as server:
-                try:
-                    results[phase][name] = measure[phase](server, config)
-                except Exception:
-                    print(f"{name} server log (tail):\n{server.log_tail()}", file=sys.stderr)
-                    raise
+            with start_server(name, config, log_dir) as server, tail_on_error(server):
+                results[phase][name] = measure[phase](server, config)
     return results
-
-
-def _terminate_on_sigterm() -> None:
-    def handler(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    signal.signal(signal.SIGTERM, handler)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,26 +53,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "sessions; raise the hard limit (ulimit -Hn) or expect connect failures",
             file=sys.stderr,
         )
-    _terminate_on_sigterm()
-    started = datetime.now().isoformat(timespec="seconds")
-    began = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="bench-stream-") as log_dir:
-        results = run(config, Path(log_dir))
-    figures = build_figures(results)
-    report = {
-        "benchmark": "stream",
-        "started_at": started,
-        "elapsed_s": round(time.monotonic() - began, 1),
-        "config": {**asdict(config), "report": str(config.report)},
-        "environment": environment(),
-        "figures": [f.to_dict() for f in figures],
-        "results": results,
-        "warnings": warnings_for(config, results),
-    }
-    print_summary(config, report, figures)
-    write_json(config.report, report)
-    print(f"\nreport: {config.report}")
-    return 0
+    return run_benchmark(
+        "stream",
+        config,
+        run=lambda log_dir: run(config, log_dir),
+        figures_of=build_figures,
+        warnings_of=lambda results: warnings_for(config, results),
+        print_summary=lambda report, figures: print_summary(config, report, figures),
+    )
 
 
 if __name__ == "__main__":

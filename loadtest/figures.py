@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 
 from loadtest.config import BenchConfig, expected_duty
-from loadtest.report import Figure, format_table
+from loadtest.report import Figure, compared, format_table
 from loadtest.servers import REPO_ROOT
 
 
@@ -23,54 +23,48 @@ def build_figures(results: dict[str, dict[str, Any]]) -> list[Figure]:
     stream = results.get("stream")
     if stream:
         worker, bare = stream["worker"], stream["bare"]
-        figures.append(
-            Figure(
+        figures += [
+            compared(
                 f"delivered, {worker['sessions_opened']} streaming sessions",
                 "tokens/s",
-                worker["tokens_per_s"],
                 "bare tokens/s",
-                bare["tokens_per_s"],
-            )
-        )
-        figures.append(
-            Figure(
+                worker,
+                bare,
+                "tokens_per_s",
+            ),
+            compared(
                 "server CPU per delivered token",
                 "us",
-                worker["server_cpu_us_per_token"],
                 "bare CPU per token",
-                bare["server_cpu_us_per_token"],
-            )
-        )
+                worker,
+                bare,
+                "server_cpu_us_per_token",
+            ),
+        ]
         for q in ("p50", "p99"):
-            bare_ping = bare["ping_ms"][q]
-            figures += [
+            figures.append(
                 Figure(
                     f"interrupt->done {q}",
                     "ms",
                     worker["interrupt_ms"][q],
                     f"bare ping RTT {q}",
-                    bare_ping,
-                ),
-                Figure(
-                    f"ping RTT {q}", "ms", worker["ping_ms"][q], f"bare ping RTT {q}", bare_ping
-                ),
-                Figure(
-                    f"interrupt->done {q}",
-                    "ms",
-                    worker["interrupt_ms"][q],
-                    f"bare interrupt->done {q}",
-                    bare["interrupt_ms"][q],
-                ),
-            ]
+                    bare["ping_ms"][q],
+                )
+            )
+            for label, key in (("ping RTT", "ping_ms"), ("interrupt->done", "interrupt_ms")):
+                figures.append(
+                    compared(f"{label} {q}", "ms", f"bare {label} {q}", worker, bare, key, q)
+                )
     idle = results.get("idle")
     if idle:
         figures.append(
-            Figure(
+            compared(
                 f"RSS per idle session, {idle['worker']['sessions_opened']} sessions",
                 "KiB",
-                idle["worker"]["kib_per_session"],
                 "bare KiB/session",
-                idle["bare"]["kib_per_session"],
+                idle["worker"],
+                idle["bare"],
+                "kib_per_session",
             )
         )
     return figures

@@ -13,7 +13,7 @@ import psutil
 from loadtest.clients import ConnectPlan, StreamPlan, idle_client_main, stream_client_main
 from loadtest.config import PREFILL_MS, BenchConfig
 from loadtest.pool import ClientPool, split
-from loadtest.report import summarize
+from loadtest.report import merge_counts, summarize
 from loadtest.servers import ServerProcess, bare_argv, worker_argv
 
 # -- servers ---------------------------------------------------------------------
@@ -25,8 +25,7 @@ def start_server(name: str, config: BenchConfig, log_dir: Path) -> ServerProcess
         argv = worker_argv(
             decode_rate=config.decode_rate,
             answer_tokens=config.answer_tokens,
-            # The engine's batch must not cap the test: every session decodes at once.
-            engine_slots=max(256, config.sessions),
+            sessions=config.sessions,
             extra=config.worker_args,
         )
     else:
@@ -35,9 +34,7 @@ def start_server(name: str, config: BenchConfig, log_dir: Path) -> ServerProcess
             answer_tokens=config.answer_tokens,
             prefill_ms=PREFILL_MS,
         )
-    server = ServerProcess(name, argv, log_dir)
-    server.start()
-    return server
+    return ServerProcess.launch(name, argv, log_dir)
 
 
 # -- phase 1+2: streaming ---------------------------------------------------------
@@ -74,7 +71,7 @@ class Snapshot:
 def _require_sessions(server: ServerProcess, connected: list[dict[str, Any]]) -> None:
     """Stop the run when not a single session could be opened."""
     if not any(c["sessions"] for c in connected):
-        failures = _merge(c["failures"] for c in connected)
+        failures = merge_counts(c["failures"] for c in connected)
         raise RuntimeError(f"no session could be opened on {server.name}: {failures}")
 
 
@@ -137,7 +134,7 @@ def _stream_summary(
     frames = sum(r["frames"] for r in results)
     return {
         "sessions_opened": opened,
-        "connect_failures": _merge(c["failures"] for c in connected),
+        "connect_failures": merge_counts(c["failures"] for c in connected),
         "tokens_per_s": round(tokens / config.duration, 1),
         "frames_per_s": round(frames / config.duration, 1),
         "tokens_per_frame": round(tokens / frames, 3) if frames else None,
@@ -147,8 +144,8 @@ def _stream_summary(
         "unanswered_interrupts": sum(r["unanswered_interrupts"] for r in results),
         "unanswered_pings": sum(r["unanswered_pings"] for r in results),
         "dropped_sessions": sum(r["dropped_sessions"] for r in results),
-        "done_statuses": _merge(r["statuses"] for r in results),
-        "errors": _merge(r["errors"] for r in results),
+        "done_statuses": merge_counts(r["statuses"] for r in results),
+        "errors": merge_counts(r["errors"] for r in results),
         "cpu": _cpu_use(before, after),
         "server_cpu_us_per_token": (
             round((after.server_cpu - before.server_cpu) / tokens * 1e6, 1) if tokens else None
@@ -160,26 +157,24 @@ def _stream_summary(
     }
 
 
-def _merge(counters: Any) -> dict[str, int]:
-    merged: dict[str, int] = {}
-    for counter in counters:
-        for key, value in counter.items():
-            merged[key] = merged.get(key, 0) + value
-    return merged
-
-
 def _cpu_use(before: Snapshot, after: Snapshot) -> dict[str, float]:
     """CPU use in the window, in percent of one core (machine: percent of all cores)."""
     wall = after.at - before.at
     total = sum(after.machine) - sum(before.machine)
-    busy = total - (after.machine.idle - before.machine.idle)
     return {
         "server_pct_of_core": round(100 * (after.server_cpu - before.server_cpu) / wall, 1),
         "clients_pct_of_core": round(100 * (after.clients_cpu - before.clients_cpu) / wall, 1),
-        "machine_busy_pct": round(100 * busy / total, 1) if total else 0.0,
+        "machine_busy_pct": machine_busy_pct(before.machine, after.machine) or 0.0,
         # Kernel work on interrupts (loopback networking among it), charged to no process.
         "machine_softirq_pct": round(100 * _softirq(after, before) / total, 1) if total else 0.0,
     }
+
+
+def machine_busy_pct(before: Any, after: Any) -> float | None:
+    """Percent of all cores busy between two ``psutil.cpu_times()`` (``None``: no time passed)."""
+    total = sum(after) - sum(before)
+    idle = after.idle - before.idle
+    return round(100 * (total - idle) / total, 1) if total else None
 
 
 def _softirq(after: Snapshot, before: Snapshot) -> float:
@@ -236,7 +231,7 @@ def measure_idle(server: ServerProcess, config: BenchConfig) -> dict[str, Any]:
     growth = rss_after - rss_before
     return {
         "sessions_opened": opened,
-        "connect_failures": _merge(c["failures"] for c in connected),
+        "connect_failures": merge_counts(c["failures"] for c in connected),
         "rss_before_mib": round(rss_before / 2**20, 2),
         "rss_after_mib": round(rss_after / 2**20, 2),
         "kib_per_session": round(growth / 1024 / opened, 2) if opened else None,

@@ -6,10 +6,11 @@ import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
-from types import TracebackType
 from typing import Any
 
 import psutil
+
+from loadtest.processes import StopsOnExit, cpu_seconds
 
 
 class ClientFailed(RuntimeError):
@@ -22,7 +23,7 @@ def split(total: int, parts: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(parts)]
 
 
-class ClientPool:
+class ClientPool(StopsOnExit):
     """One spawned process per plan, each with a pipe to the runner.
 
     Processes are spawned (not forked) so none inherits the runner's state;
@@ -50,14 +51,6 @@ class ClientPool:
             child_end.close()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
     def pids(self) -> list[int]:
         """Process ids of the started clients."""
         return [p.pid for p in self._processes if p.pid is not None]
@@ -67,10 +60,9 @@ class ClientPool:
         total = 0.0
         for pid in self.pids():
             try:
-                times = psutil.Process(pid).cpu_times()
+                total += cpu_seconds(psutil.Process(pid))
             except psutil.Error:
                 continue
-            total += times.user + times.system
         return total
 
     def broadcast(self, message: dict[str, Any]) -> None:

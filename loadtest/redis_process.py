@@ -8,14 +8,14 @@ No persistence, loopback only, stopped by pid for sure.
 from __future__ import annotations
 
 import shutil
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
 
 import psutil
+
+from loadtest.processes import ChildProcess
 
 
 class RedisFailed(RuntimeError):
@@ -43,37 +43,22 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-class RedisProcess:
-    """One redis-server subprocess; ``with`` stops it (SIGTERM, then SIGKILL)."""
+class RedisProcess(ChildProcess):
+    """One redis-server subprocess; ``with`` stops it (SIGTERM, then SIGKILL, by pid)."""
 
     def __init__(self, log_dir: Path) -> None:
+        super().__init__("redis")
         self.port = _free_port()
         self.log_path = log_dir / f"redis-{self.port}.log"
-        self._popen: subprocess.Popen[bytes] | None = None
-        self._psutil: psutil.Process | None = None
 
     @property
     def url(self) -> str:
         """What ``wsserver serve --store`` takes."""
         return f"redis://127.0.0.1:{self.port}/0"
 
-    @property
-    def pid(self) -> int:
-        """Process id of the running server."""
-        assert self._popen is not None, "redis not started"
-        return self._popen.pid
-
     def __enter__(self) -> RedisProcess:
         self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def start(self, timeout_s: float = 10.0) -> None:
         """Launch and wait for ``PING`` to answer."""
@@ -136,12 +121,6 @@ class RedisProcess:
                 data += chunk
         return data.decode(errors="replace").split("\r\n")[: len(commands)]
 
-    def cpu_seconds(self) -> float:
-        """User plus system CPU time used so far."""
-        assert self._psutil is not None, "redis not started"
-        times = self._psutil.cpu_times()
-        return float(times.user + times.system)
-
     def info_stats(self) -> dict[str, int]:
         """Commands processed (scripts' inner calls included) and connections accepted."""
         wanted = {"total_commands_processed": "commands", "total_connections_received": "conns"}
@@ -160,21 +139,6 @@ class RedisProcess:
             "commands": float(stats.get("commands", 0)),
             "connections": float(stats.get("conns", 0)),
         }
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL, by pid; safe to call twice."""
-        popen = self._popen
-        if popen is None or popen.poll() is not None:
-            return
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                popen.send_signal(sig)
-                popen.wait(timeout_s)
-                return
-            except ProcessLookupError:
-                return
-            except subprocess.TimeoutExpired:
-                continue
 
 
 def _complete(reply: bytes) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,15 @@ def summarize(values: Sequence[float]) -> dict[str, float | int | None]:
         "p99": _round(percentile(ordered, 99)),
         "max": _round(ordered[-1]) if ordered else None,
     }
+
+
+def merge_counts(counters: Iterable[Mapping[Any, int]]) -> dict[str, int]:
+    """Counters from every client process added up, key by key (keys as JSON has them)."""
+    merged: dict[str, int] = {}
+    for counter in counters:
+        for key, value in counter.items():
+            merged[str(key)] = merged.get(str(key), 0) + value
+    return merged
 
 
 def ratio(value: float | None, baseline: float | None) -> float | None:
@@ -65,6 +74,22 @@ class Figure:
     def to_dict(self) -> dict[str, Any]:
         """JSON form, ratio included."""
         return {**asdict(self), "ratio": self.ratio}
+
+
+def compared(
+    name: str,
+    unit: str,
+    baseline_name: str,
+    measured: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    *keys: str,
+) -> Figure:
+    """A figure read at the same ``keys`` of the measured result and of its baseline's."""
+    value: Any = measured
+    base: Any = baseline
+    for key in keys:
+        value, base = value[key], base[key]
+    return Figure(name, unit, value, baseline_name, base)
 
 
 def _cell(value: float | None, unit: str) -> str:

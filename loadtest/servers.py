@@ -5,16 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import psutil
+
+from loadtest.processes import ChildProcess
 
 _LISTENING = re.compile(r"listening on (ws://127\.0\.0\.1:\d+)")
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +26,7 @@ class ServerFailed(RuntimeError):
     """A server did not start, or died during the run."""
 
 
-class ServerProcess:
+class ServerProcess(ChildProcess):
     """Start a server command, find its URL in its output, stop it for sure.
 
     The command must print ``listening on ws://127.0.0.1:PORT`` once it
@@ -32,32 +34,25 @@ class ServerProcess:
     Output goes to a log file, so a chatty server can never block on a pipe.
     """
 
+    signal_group = True  # it leads a session of its own (``start_new_session``)
+
     def __init__(self, name: str, argv: list[str], log_dir: Path) -> None:
-        self.name = name
+        super().__init__(name)
         self.argv = argv
         self.log_path = log_dir / f"{name}-{int(time.time() * 1000)}.log"
         self.url = ""
-        self._popen: subprocess.Popen[bytes] | None = None
-        self._psutil: psutil.Process | None = None
+
+    @classmethod
+    def launch(cls, name: str, argv: list[str], log_dir: Path) -> ServerProcess:
+        """A started server (``with`` it, or call :meth:`stop`)."""
+        server = cls(name, argv, log_dir)
+        server.start()
+        return server
 
     def __enter__(self) -> ServerProcess:
         if self._popen is None:
             self.start()
         return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    @property
-    def pid(self) -> int:
-        """Process id of the running server."""
-        assert self._popen is not None, "server not started"
-        return self._popen.pid
 
     def start(self, timeout_s: float = 20.0) -> None:
         """Launch the server and wait until it prints its URL (once per instance)."""
@@ -100,32 +95,10 @@ class ServerProcess:
                 f"{self.name} exited with {self._popen.returncode}\n{self.log_tail()}"
             )
 
-    def stop(self, timeout_s: float = 5.0) -> None:
-        """SIGTERM, then SIGKILL after ``timeout_s``; safe to call twice."""
-        popen = self._popen
-        if popen is None or popen.poll() is not None:
-            return
-        for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, timeout_s)):
-            try:
-                os.killpg(popen.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                popen.wait(wait_s)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-
     def rss_bytes(self) -> int:
         """Resident set size now."""
         assert self._psutil is not None, "server not started"
         return int(self._psutil.memory_info().rss)
-
-    def cpu_seconds(self) -> float:
-        """User plus system CPU time used so far."""
-        assert self._psutil is not None, "server not started"
-        times = self._psutil.cpu_times()
-        return float(times.user + times.system)
 
     def stats(self, timeout_s: float = 5.0) -> dict[str, Any] | None:
         """``GET /stats`` as JSON, or ``None`` when it does not answer in time."""
@@ -147,10 +120,24 @@ class ServerProcess:
         return "\n".join(text.splitlines()[-lines:])
 
 
+@contextmanager
+def tail_on_error(*servers: ServerProcess) -> Iterator[None]:
+    """On an error inside, print the last lines each server logged, then let it through."""
+    try:
+        yield
+    except Exception:
+        for server in servers:
+            print(f"{server.name} log (tail):\n{server.log_tail()}", file=sys.stderr, flush=True)
+        raise
+
+
 def worker_argv(
-    *, decode_rate: float, answer_tokens: int, engine_slots: int, extra: list[str]
+    *, decode_rate: float, answer_tokens: int, sessions: int, extra: list[str]
 ) -> list[str]:
-    """``wsserver serve`` configured like the bare server (same rate, length and prefill)."""
+    """``wsserver serve`` configured like the bare server (same rate, length and prefill).
+
+    Its engine batch fits ``sessions`` decoding at once.
+    """
     return [
         sys.executable,
         "-m",
@@ -160,7 +147,8 @@ def worker_argv(
         "--port=0",
         f"--decode-rate={decode_rate}",
         f"--answer-tokens={answer_tokens}",
-        f"--engine-slots={engine_slots}",
+        # The engine's batch must not cap the test: every session decodes at once.
+        f"--engine-slots={max(256, sessions)}",
         # A growing conversation would lengthen the worker's prefill run after run;
         # keep it at the engine's fixed base (20 ms), which the bare server copies.
         "--prefill-per-token-ms=0",

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
-from loadtest.config import BenchConfig
-from loadtest.servers import REPO_ROOT
+from loadtest.config import (
+    BenchConfig,
+    add_load_flags,
+    add_report_flags,
+    pick_profile,
+    report_path,
+    shared_flags,
+    shared_problems,
+)
 
 FULL = {
     "sessions": 1000,
@@ -115,13 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--storm-decode-rate", type=float, help="storm tokens/s (default: decode)")
     p.add_argument("--rounds", type=int, help="streaming runs per store and rate (full: 2)")
-    p.add_argument("--answer-tokens", type=int, default=100, help="tokens per answer")
-    p.add_argument("--interrupt-every", type=int, default=3, help="interrupt every n-th answer")
-    p.add_argument("--interrupt-after", type=int, help="tokens before interrupting (half)")
-    p.add_argument("--ping-interval", type=float, default=1.0, help="seconds between pings")
-    p.add_argument("--clients", type=int, default=2, help="client processes")
-    p.add_argument("--connect-concurrency", type=int, default=32, help="handshakes per client")
-    p.add_argument("--drain", type=float, default=10.0, help="max wait for owed answers (s)")
+    add_load_flags(p)
     p.add_argument("--storm-stream-s", type=float, default=3.0, help="streaming before the drop")
     p.add_argument("--storm-after-s", type=float, default=15.0, help="run after the drop (s)")
     p.add_argument("--resume-attempts", type=int, default=5, help="connects per resuming session")
@@ -129,22 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--resume-timeout", type=float, default=10.0, help="bound on one resume attempt (s)"
     )
     p.add_argument("--only", choices=("stream", "storm"), help="run one part (default: both)")
-    p.add_argument("--report", type=Path, help="JSON report path")
-    p.add_argument(
-        "--worker-arg",
-        action="append",
-        default=[],
-        metavar="FLAG",
-        help="extra flag for every wsserver serve, e.g. --worker-arg=--store-flush-ms=10",
+    add_report_flags(
+        p, "extra flag for every wsserver serve, e.g. --worker-arg=--store-flush-ms=10"
     )
     return p
 
 
 def resolve_config(args: argparse.Namespace) -> StoreBenchConfig:
     """Apply the profile, then explicit flags; validate bounds."""
-    profile = QUICK if args.quick else FULL
-    pick = {k: getattr(args, k) if getattr(args, k) is not None else v for k, v in profile.items()}
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    pick = pick_profile(args, FULL, QUICK)
     config = StoreBenchConfig(
         sessions=int(pick["sessions"]),
         storm_sessions=int(pick["storm_sessions"]),
@@ -154,36 +147,26 @@ def resolve_config(args: argparse.Namespace) -> StoreBenchConfig:
         saturation_rate=float(pick["saturation_rate"]),
         storm_decode_rate=args.storm_decode_rate or float(pick["decode_rate"]),
         rounds=int(pick["rounds"]),
-        answer_tokens=args.answer_tokens,
-        interrupt_every=args.interrupt_every,
-        interrupt_after=args.interrupt_after or max(1, args.answer_tokens // 2),
-        ping_interval=args.ping_interval,
-        clients=args.clients,
-        connect_concurrency=args.connect_concurrency,
-        drain=args.drain,
         storm_stream_s=args.storm_stream_s,
         storm_after_s=args.storm_after_s,
         resume_attempts=args.resume_attempts,
         resume_timeout_s=args.resume_timeout,
         phases=(args.only,) if args.only else ("stream", "storm"),
-        quick=args.quick,
-        report=args.report or REPO_ROOT / "loadtest" / "reports" / f"store-{stamp}.json",
-        worker_args=list(args.worker_arg),
+        report=report_path(args, "store"),
+        **shared_flags(args),
     )
     _validate(config)
     return config
 
 
 def _validate(config: StoreBenchConfig) -> None:
-    problems = []
-    if not 1 <= config.clients <= 16:
-        problems.append("--clients must be 1..16")
+    problems = shared_problems(
+        clients=config.clients, duration=config.duration, warmup=config.warmup
+    )
     if min(config.sessions, config.storm_sessions) < config.clients:
         problems.append("need at least one session per client process")
     if max(config.sessions, config.storm_sessions) > 20_000:
         problems.append("at most 20,000 sessions")
-    if not 0 < config.duration <= 600 or not 0 <= config.warmup <= 120:
-        problems.append("--duration must be in (0, 600] and --warmup in [0, 120]")
     if config.decode_rate <= 0 or config.storm_decode_rate <= 0 or config.saturation_rate < 0:
         problems.append("decode rates must be > 0 (--saturation-rate 0 skips that pair)")
     if config.answer_tokens < 2 or config.interrupt_after >= config.answer_tokens:

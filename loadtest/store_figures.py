@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from loadtest.figures import warnings_for
-from loadtest.report import Figure, format_table
+from loadtest.report import Figure, compared, format_table
 from loadtest.store_config import StoreBenchConfig
 
 ROUND_TRIPS_TARGET = 0.1
@@ -22,19 +22,21 @@ def _stream_figures(rate: float, pair: dict[str, dict[str, Any]]) -> list[Figure
     if redis["server_cpu_us_per_token"] is not None and use.get("redis_cpu_us_per_token"):
         both_cpu = round(redis["server_cpu_us_per_token"] + use["redis_cpu_us_per_token"], 1)
     figures = [
-        Figure(
+        compared(
             f"delivered, {redis['sessions_opened']} sessions {at}",
             "tokens/s",
-            redis["tokens_per_s"],
             "memory-store tokens/s",
-            memory["tokens_per_s"],
+            redis,
+            memory,
+            "tokens_per_s",
         ),
-        Figure(
+        compared(
             f"worker CPU per delivered token {at}",
             "us",
-            redis["server_cpu_us_per_token"],
             "memory-store worker",
-            memory["server_cpu_us_per_token"],
+            redis,
+            memory,
+            "server_cpu_us_per_token",
         ),
         Figure(
             f"worker+redis-server CPU per token {at}",
@@ -52,44 +54,30 @@ def _stream_figures(rate: float, pair: dict[str, dict[str, Any]]) -> list[Figure
         ),
     ]
     for q in ("p50", "p99"):
-        figures += [
-            Figure(
-                f"interrupt->done {q} {at}",
-                "ms",
-                redis["interrupt_ms"][q],
-                f"memory-store {q}",
-                memory["interrupt_ms"][q],
-            ),
-            Figure(
-                f"ping RTT {q} {at}",
-                "ms",
-                redis["ping_ms"][q],
-                f"memory-store {q}",
-                memory["ping_ms"][q],
-            ),
-        ]
+        for label, key in (("interrupt->done", "interrupt_ms"), ("ping RTT", "ping_ms")):
+            figures.append(
+                compared(f"{label} {q} {at}", "ms", f"memory-store {q}", redis, memory, key, q)
+            )
     return figures
 
 
 def _storm_figures(config: StoreBenchConfig, storm: dict[str, dict[str, Any]]) -> list[Figure]:
     b, a = storm["takeover"], storm["in_place"]
     figures = [
-        Figure(
+        compared(
             f"storm drop->session.ready {q}, {b['sessions_opened']} sessions",
             "ms",
-            b["drop_to_ready_ms"][q],
             f"resume on A {q}",
-            a["drop_to_ready_ms"][q],
+            b,
+            a,
+            "drop_to_ready_ms",
+            q,
         )
         for q in ("p50", "p99", "max")
     ]
     figures.append(
-        Figure(
-            "storm: every session resumed after",
-            "s",
-            b["all_resumed_after_s"],
-            "resume on A",
-            a["all_resumed_after_s"],
+        compared(
+            "storm: every session resumed after", "s", "resume on A", b, a, "all_resumed_after_s"
         )
     )
     for key, unit, name in (
@@ -101,7 +89,7 @@ def _storm_figures(config: StoreBenchConfig, storm: dict[str, dict[str, Any]]) -
         ("ended_sessions_in_store", "sessions", "ended (1000) sessions still in Redis"),
         ("ended_sessions_resumable", "sessions", "ended (1000) sessions resumable"),
     ):
-        figures.append(Figure(f"storm: {name}", unit, b[key], "resume on A", a[key]))
+        figures.append(compared(f"storm: {name}", unit, "resume on A", b, a, key))
     figures.append(
         Figure(
             "storm: A's engine still busy after all moved to B",

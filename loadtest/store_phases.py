@@ -8,7 +8,7 @@ from typing import Any
 
 from loadtest.phases import measure_streaming
 from loadtest.redis_process import RedisProcess
-from loadtest.servers import ServerProcess, worker_argv
+from loadtest.servers import ServerProcess, tail_on_error, worker_argv
 from loadtest.store_config import StoreBenchConfig
 
 STORES = ("memory", "redis")
@@ -28,12 +28,10 @@ def start_worker(
     argv = worker_argv(
         decode_rate=decode_rate,
         answer_tokens=config.answer_tokens,
-        engine_slots=max(256, sessions),
+        sessions=sessions,
         extra=[*config.worker_args, f"--store={store_url}", f"--worker-id={name}"],
     )
-    server = ServerProcess(name, argv, log_dir)
-    server.start()
-    return server
+    return ServerProcess.launch(name, argv, log_dir)
 
 
 # -- streaming: the same load on each store ----------------------------------------
@@ -84,15 +82,14 @@ def measure_stream_one(
     redis.flush()
     print(f"[stream {rate:g} tokens/s per answer] {store} store ...", flush=True)
     name = f"worker-{store}"
-    with start_worker(
-        name, url, decode_rate=rate, config=config, sessions=bench.sessions, log_dir=log_dir
-    ) as server:
-        try:
-            # The Redis server's CPU is sampled in both cases: idle, it costs ~nothing.
-            result = measure_streaming(server, bench, probe=redis.probe)
-        except Exception:
-            print(f"{name} log (tail):\n{server.log_tail()}", flush=True)
-            raise
+    with (
+        start_worker(
+            name, url, decode_rate=rate, config=config, sessions=bench.sessions, log_dir=log_dir
+        ) as server,
+        tail_on_error(server),
+    ):
+        # The Redis server's CPU is sampled in both cases: idle, it costs ~nothing.
+        result = measure_streaming(server, bench, probe=redis.probe)
     result["store"] = _store_use(result, bench.duration)
     result["worker_log_warnings"] = log_warnings(server)
     cpu = result["cpu"]

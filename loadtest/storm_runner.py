@@ -10,10 +10,11 @@ from typing import Any
 import psutil
 
 from loadtest.clients import ConnectPlan
+from loadtest.phases import machine_busy_pct
 from loadtest.pool import ClientPool, split
 from loadtest.redis_process import RedisProcess
-from loadtest.report import summarize
-from loadtest.servers import ServerProcess
+from loadtest.report import merge_counts, summarize
+from loadtest.servers import ServerProcess, tail_on_error
 from loadtest.store_config import StoreBenchConfig
 from loadtest.store_phases import log_warnings, start_worker
 from loadtest.storm_client import StormPlan, storm_client_main
@@ -121,13 +122,11 @@ def measure_storm(
     ):
         workers = {"A": a, "B": b}
         target = b if takeover else a
-        try:
-            with ClientPool(storm_client_main, storm_plans(a.url, target.url, config)) as pool:
-                summary = _drive_storm(config, pool, workers, redis)
-        except Exception:
-            for w in workers.values():
-                print(f"{w.name} log (tail):\n{w.log_tail()}", flush=True)
-            raise
+        with (
+            tail_on_error(a, b),
+            ClientPool(storm_client_main, storm_plans(a.url, target.url, config)) as pool,
+        ):
+            summary = _drive_storm(config, pool, workers, redis)
         for w in workers.values():
             w.check_alive()
     summary["resume_on"] = "B" if takeover else "A"
@@ -181,12 +180,10 @@ def _drive_storm(
     summary["ended_sessions_resumable"] = sum(
         r["answers"].get("session.ready", 0) for r in rechecked
     )
-    summary["ended_resume_answers"] = _merge([r["answers"] for r in rechecked])
+    summary["ended_resume_answers"] = merge_counts([r["answers"] for r in rechecked])
     summary["ended_in_store_examples"] = examples
     summary["workers"]["A"]["after_renewal"] = at_last["A"]
-    total = sum(machine_after) - sum(machine_before)
-    idle = machine_after.idle - machine_before.idle
-    summary["machine_busy_pct"] = round(100 * (total - idle) / total, 1) if total else None
+    summary["machine_busy_pct"] = machine_busy_pct(machine_before, machine_after)
     summary["a_engine_idle_after_drop_s"] = sampler_a.idle_after(drop_at)
     summary["a_engine_idle_after_resumed_s"] = sampler_a.idle_after(all_resumed_at)
     return summary
@@ -224,14 +221,6 @@ def _sum(results: list[dict[str, Any]], key: str) -> int:
     return sum(int(r[key]) for r in results)
 
 
-def _merge(counters: list[dict[str, int]]) -> dict[str, int]:
-    merged: dict[str, int] = {}
-    for counter in counters:
-        for key, value in counter.items():
-            merged[str(key)] = merged.get(str(key), 0) + value
-    return merged
-
-
 def _storm_summary(
     opened: int,
     connected: list[dict[str, Any]],
@@ -242,13 +231,13 @@ def _storm_summary(
 ) -> dict[str, Any]:
     at_drop, after_resume, at_end = views
     summary: dict[str, Any] = {"sessions_opened": opened}
-    summary["connect_failures"] = _merge([c["failures"] for c in connected])
+    summary["connect_failures"] = merge_counts([c["failures"] for c in connected])
     summary.update({key: _sum(results, key) for key in _TOTALS})
     summary["drop_to_ready_ms"] = summarize([x for r in results for x in r["ready_ms"]])
     summary["all_resumed_after_s"] = round(all_resumed_at - drop_at, 3)
-    summary["attempts"] = _merge([r["attempts"] for r in results])
-    summary["refusals"] = _merge([r["refusals"] for r in results])
-    summary["done_after"] = _merge([r["done_after"] for r in results])
+    summary["attempts"] = merge_counts([r["attempts"] for r in results])
+    summary["refusals"] = merge_counts([r["refusals"] for r in results])
+    summary["done_after"] = merge_counts([r["done_after"] for r in results])
     summary["examples"] = [e for r in results for e in r["examples"]][:5]
     summary["workers"] = {}
     for name in ("A", "B"):
