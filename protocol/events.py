@@ -63,13 +63,13 @@ class TextDelta(Event):
     __slots__ = ("parts",)
 
     def __init__(self, response_id: str, text: str, tokens: int) -> None:
-        super().__init__(
-            TEXT_DELTA,
-            {"response_id": response_id},
-            response_id=response_id,
-            tokens=tokens,
-            size=EVENT_OVERHEAD_BYTES + len(text),
-        )
+        # Made once per token: plain assignments, no super() call with keywords.
+        self.type = TEXT_DELTA
+        self.fields = {"response_id": response_id}
+        self.response_id = response_id
+        self.tokens = tokens
+        self.size = EVENT_OVERHEAD_BYTES + len(text)
+        self.seq = 0
         self.parts = [text]
 
     def merge(self, text: str, tokens: int) -> None:

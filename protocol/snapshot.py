@@ -7,7 +7,7 @@ response's counters, small, written with every batch of events).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from protocol.events import Event
@@ -27,7 +27,14 @@ class ConversationSnapshot:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return asdict(self)
+        return {
+            "instructions": self.instructions,
+            "limits": self.limits,
+            "turns": self.turns,
+            "response_count": self.response_count,
+            "last_response": self.last_response,
+            "version": self.version,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ConversationSnapshot:

@@ -47,7 +47,8 @@ class Connection:
         "_control",
         "_inbound",
         "_replay",
-        "_wake",
+        "_waiter",
+        "_wake_pending",
         "codec",
         "runtime",
         "server",
@@ -62,7 +63,9 @@ class Connection:
         # Plain list and a lazily made deque: an idle connection should cost little.
         self._control: list[dict[str, Any]] = []
         self._replay: deque[Event] | None = None
-        self._wake = asyncio.Event()
+        # A bare future instead of asyncio.Event: wake() runs once per token.
+        self._waiter: asyncio.Future[None] | None = None
+        self._wake_pending = False
         self._closing = False
         settings = server.settings
         self._inbound = TokenBucket(
@@ -81,12 +84,16 @@ class Connection:
 
     def wake(self) -> None:
         """Something is ready to send."""
-        self._wake.set()
+        waiter = self._waiter
+        if waiter is None:
+            self._wake_pending = True
+        elif not waiter.done():
+            waiter.set_result(None)
 
     def send_control(self, message: dict[str, Any]) -> None:
         """Queue a connection-level message (ahead of session events)."""
         self._control.append(message)
-        self._wake.set()
+        self.wake()
 
     def start_replay(self, events: list[Event]) -> None:
         """Queue events a resuming client missed."""
@@ -94,7 +101,7 @@ class Connection:
             self._replay = deque(events)
         else:
             self._replay.extend(events)
-        self._wake.set()
+        self.wake()
 
     def close_slow_consumer(self) -> None:
         """The outbox passed its hard bound: close with 4000 so the client resumes."""
@@ -237,7 +244,7 @@ class Connection:
         control = self._control
         try:
             while True:
-                self._wake.clear()
+                self._wake_pending = False
                 while True:
                     if control:
                         await ws.send(encode(control.pop(0)))
@@ -258,6 +265,12 @@ class Connection:
                     await ws.send(encode(event.to_message()))
                     if event.type == "response.done":
                         runtime.settle()
-                await self._wake.wait()
+                if self._wake_pending:
+                    continue
+                self._waiter = asyncio.get_running_loop().create_future()
+                try:
+                    await self._waiter
+                finally:
+                    self._waiter = None
         except ConnectionClosed:
             return

@@ -67,6 +67,8 @@ class SessionJournal:
     usage: list[ResponseUsage] = field(default_factory=list)
     remove: bool = False
     """The session ended: the next batch deletes it from the store."""
+    final: bool = False
+    """The local runtime is going away: a non-shared store needs the snapshot now."""
 
     def build(self) -> AppendBatch | None:
         """The batch to write now, or ``None`` if nothing changed."""
@@ -77,6 +79,10 @@ class SessionJournal:
             # The store was unreachable for long: keep what a resume could still use.
             del self.pending[: len(self.pending) - limit]
         version = self.session.conversation.version
+        if not self.log_events and not self.final:
+            # A store only this process reads needs the conversation only once the
+            # runtime is gone (for snapshots); meanwhile the runtime has it.
+            version = self.conversation_version
         if (
             not self.pending
             and not self.usage
@@ -95,6 +101,7 @@ class SessionJournal:
         )
         if version != self.conversation_version:
             batch.conversation = conversation_snapshot(self.session).to_dict()
+            batch.stream = stream_snapshot(self.session).to_dict()
         reset, appended = _partial_text(self.pending)
         batch.partial_reset = reset
         batch.partial_append = appended

@@ -364,6 +364,7 @@ class SessionRuntime:
             self._stop(active, ResponseStatus.INCOMPLETE, reason="session_expired")
         self.session.flush()
         self.settle(include_unsent=True)
+        self.journal.final = True
         self.persist()
         self.context.host.session_ended(self, remove_from_store=remove_from_store)
 
