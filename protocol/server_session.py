@@ -108,13 +108,13 @@ class ServerSession:
 
     # Thousands live per worker: no per-instance __dict__.
     __slots__ = (
-        "_queued_user_turns",
         "active",
         "conversation",
         "keep_unpersisted",
         "last_response",
         "limits",
         "outbox",
+        "queued_user_turns",
         "replay",
         "response_count",
         "responses",
@@ -140,7 +140,8 @@ class ServerSession:
         self.settled: list[ResponseState] = []
         """Responses whose ``response.done`` was sent; their usage is final."""
         self.response_count = 0
-        self._queued_user_turns: list[str] = []
+        self.queued_user_turns: list[str] = []
+        """User turns sent while a response runs; they follow its answer in the history."""
         self.unpersisted: list[Event] = []
         """Numbered events not yet written to the session store (oldest first)."""
         self.keep_unpersisted = True
@@ -157,7 +158,8 @@ class ServerSession:
             )
         if self.active is not None:
             # Keep the history in order: this turn follows the running answer.
-            self._queued_user_turns.append(text)
+            self.queued_user_turns.append(text)
+            self.conversation.version += 1  # a store must see it (takeover)
         else:
             self.conversation.add("user", text)
 
@@ -293,9 +295,9 @@ class ServerSession:
             # Unsent output of a stopped response never reaches the client.
             self.outbox.drop_response(response.id)
         self._record_history(response, status, rendered_chars)
-        for text in self._queued_user_turns:
+        for text in self.queued_user_turns:
             self.conversation.add("user", text)
-        self._queued_user_turns.clear()
+        self.queued_user_turns.clear()
         fields: dict[str, object] = {"response_id": response.id, "status": status.value}
         if reason is not None:
             fields["reason"] = reason

@@ -7,7 +7,7 @@ response's counters, small, written with every batch of events).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.events import Event
@@ -24,6 +24,8 @@ class ConversationSnapshot:
     response_count: int
     last_response: dict[str, Any] | None
     version: int
+    queued: list[str] = field(default_factory=list)
+    """User turns sent during the running response, not in ``turns`` yet."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -34,6 +36,7 @@ class ConversationSnapshot:
             "response_count": self.response_count,
             "last_response": self.last_response,
             "version": self.version,
+            "queued": self.queued,
         }
 
     @classmethod
@@ -46,6 +49,7 @@ class ConversationSnapshot:
             response_count=int(data["response_count"]),
             last_response=data.get("last_response"),
             version=int(data.get("version", 0)),
+            queued=[str(t) for t in data.get("queued", [])],
         )
 
     def public(self) -> dict[str, Any]:
@@ -92,6 +96,7 @@ def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
             else None
         ),
         version=session.conversation.version,
+        queued=list(session.queued_user_turns),
     )
 
 
@@ -138,6 +143,7 @@ def restore_session(
     for role, text in conversation.turns:
         session.conversation.add(role, text)  # type: ignore[arg-type]
     session.conversation.version = conversation.version
+    session.queued_user_turns = list(conversation.queued)
     session.response_count = conversation.response_count
     if conversation.last_response is not None:
         session.last_response = _ended_response(conversation.last_response, limits)
