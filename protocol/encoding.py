@@ -19,6 +19,7 @@ import msgpack
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
+from protocol.events import TEXT_DELTA, Event, TextDelta
 
 JSON_SUBPROTOCOL = "wsserver.v1.json"
 MSGPACK_SUBPROTOCOL = "wsserver.v1.msgpack"
@@ -38,6 +39,10 @@ class Codec(Protocol):
         """Decode one frame into a message object (validated later)."""
         ...
 
+    def encode_event(self, event: Event) -> str | bytes:
+        """Encode a session event (the hot path: one per token)."""
+        ...
+
 
 class JsonCodec:
     """JSON text frames: readable, the default."""
@@ -46,9 +51,21 @@ class JsonCodec:
 
     def __init__(self) -> None:
         self._encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+        self._string = self._encoder.encode
 
     def encode(self, message: Mapping[str, Any]) -> str:
         return self._encoder.encode(message)
+
+    def encode_event(self, event: Event) -> str:
+        if type(event) is TextDelta:
+            # One per token: format the fixed shape directly instead of building a dict.
+            fields = event.fields
+            return (
+                f'{{"type":"{TEXT_DELTA}","seq":{event.seq},'
+                f'"response_id":{self._string(fields["response_id"])},'
+                f'"delta":{self._string(fields["delta"])}}}'
+            )
+        return self._encoder.encode(event.to_message())
 
     def decode(self, frame: str | bytes) -> Any:
         if isinstance(frame, bytes):
@@ -73,6 +90,9 @@ class MsgpackCodec:
 
     def encode(self, message: Mapping[str, Any]) -> bytes:
         return self._packer.pack(message)
+
+    def encode_event(self, event: Event) -> bytes:
+        return self._packer.pack(event.to_message())
 
     def decode(self, frame: str | bytes) -> Any:
         if isinstance(frame, str):

@@ -241,6 +241,7 @@ class Connection:
     async def _write_loop(self) -> None:
         ws = self.ws
         encode = self.codec.encode
+        encode_event = self.codec.encode_event
         control = self._control
         try:
             while True:
@@ -251,7 +252,7 @@ class Connection:
                         continue
                     replay = self._replay
                     if replay:
-                        await ws.send(encode(replay.popleft().to_message()))
+                        await ws.send(encode_event(replay.popleft()))
                         continue
                     self._replay = None
                     runtime = self.runtime
@@ -262,7 +263,7 @@ class Connection:
                         break
                     # Numbered events go to the store in the next batch, sent or not.
                     runtime.events_numbered()
-                    await ws.send(encode(event.to_message()))
+                    await ws.send(encode_event(event))
                     if event.type == "response.done":
                         runtime.settle()
                 if self._wake_pending:

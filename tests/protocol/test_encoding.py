@@ -19,6 +19,7 @@ from protocol.encoding import (
     codec_for,
 )
 from protocol.errors import ProtocolViolation
+from protocol.events import Event, TextDelta
 
 MESSAGE = {"type": "response.text.delta", "seq": 7, "response_id": "resp_1", "delta": " héllo"}
 
@@ -79,3 +80,19 @@ def test_bad_audio_frames(raw: bytes) -> None:
     with pytest.raises(ProtocolViolation) as info:
         decode_audio_frame(raw)
     assert info.value.code is ErrorCode.INVALID_FRAME
+
+
+@pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()])
+@pytest.mark.parametrize(
+    "text", ["plain", ' quote " and \\ backslash', "emoji 🙂 and\nnewline", ""]
+)
+def test_event_fast_path_equals_the_generic_encoding(
+    codec: JsonCodec | MsgpackCodec, text: str
+) -> None:
+    delta = TextDelta('resp_"1', text, 1)
+    delta.seal()
+    delta.seq = 42
+    assert codec.decode(codec.encode_event(delta)) == delta.to_message()
+    done = Event("response.done", {"response_id": "resp_1", "status": "completed"})
+    done.seq = 43
+    assert codec.decode(codec.encode_event(done)) == done.to_message()
