@@ -180,14 +180,7 @@ async def test_newest_connection_wins_and_old_one_gets_4002(start_server: StartS
     old = await RawClient.connect(url_of(server))
     ready = await old.start()
     new = await RawClient.connect(url_of(server))
-    await new.send(
-        {
-            "type": "session.resume",
-            "session_id": ready["session_id"],
-            "resume_token": ready["resume_token"],
-            "last_seq": 0,
-        }
-    )
+    await new.resume(ready, 0)
     assert (await new.recv())["resumed"] is True
     assert await old.closed_code() == 4002
     await new.send({"type": "response.create", "input": "q"})

@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-WSSERVER = [sys.executable, "-m", "wsserver.cli"]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("WSSERVER_")}
-    env["PYTHONPATH"] = str(ROOT)
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(extra)
-    return env
+from tests.processes import WSSERVER
+from tests.processes import cli_env as _env
 
 
 def _read_url(process: subprocess.Popen[str]) -> str:

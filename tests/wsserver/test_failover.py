@@ -268,14 +268,7 @@ async def test_refused_resume_elsewhere_does_not_steal_a_live_session(start_work
     await owner.until("response.done")
     stale = await RawClient.connect(b.url)
     for last_seq, code in ((1, "replay_unavailable"), (10_000, "invalid_seq")):
-        await stale.send(
-            {
-                "type": "session.resume",
-                "session_id": ready["session_id"],
-                "resume_token": ready["resume_token"],
-                "last_seq": last_seq,
-            }
-        )
+        await stale.resume(ready, last_seq)
         assert (await stale.recv())["code"] == code
     await stale.close()
     assert b.stats()["store"]["takeovers"] == 0

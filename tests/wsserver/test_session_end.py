@@ -32,13 +32,6 @@ async def test_mass_close_removes_every_session(start_server: StartServer, redis
         await store.aclose()
     for ready in readies[:5]:
         again = await RawClient.connect(url_of(server))
-        await again.send(
-            {
-                "type": "session.resume",
-                "session_id": ready["session_id"],
-                "resume_token": ready["resume_token"],
-                "last_seq": 0,
-            }
-        )
+        await again.resume(ready, 0)
         assert (await again.recv())["code"] == "unknown_session"
         await again.close()

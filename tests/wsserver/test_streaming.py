@@ -198,14 +198,7 @@ async def test_close_with_another_code_aborts_but_stays_resumable(
     await client.ws.close(1001, "page closed")
     await wait_until(lambda: server.engine.stats()["running"] == 0)
     again = await RawClient.connect(url_of(server))
-    await again.send(
-        {
-            "type": "session.resume",
-            "session_id": ready["session_id"],
-            "resume_token": ready["resume_token"],
-            "last_seq": 0,
-        }
-    )
+    await again.resume(ready, 0)
     done = await again.until("response.done")
     assert (done["status"], done["reason"]) == ("cancelled", "client_closed")
     await again.close()

@@ -71,6 +71,17 @@ class RawClient:
             if message.get("type") == msg_type:
                 return message
 
+    async def resume(self, ready: dict[str, Any], last_seq: int) -> None:
+        """Send ``session.resume`` for the session a ``session.ready`` described."""
+        await self.send(
+            {
+                "type": "session.resume",
+                "session_id": ready["session_id"],
+                "resume_token": ready["resume_token"],
+                "last_seq": last_seq,
+            }
+        )
+
     async def start(self, **fields: Any) -> dict[str, Any]:
         await self.send({"type": "session.start", **fields})
         return await self.until("session.ready")
