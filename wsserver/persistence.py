@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -142,7 +142,6 @@ class Persister:
         self._dirty: dict[str, Persistent] = {}
         self._wake = asyncio.Event()
         self._retry_delay = _RETRY_MIN
-        self._on_down: Callable[[], None] | None = None
 
     def mark(self, runtime: Persistent) -> None:
         """The runtime has something to write."""
