@@ -60,6 +60,45 @@ class VoiceDetector(Protocol):
         ...
 
 
+class SpeechSegmenter:
+    """Turns per-window voice decisions into speech started / stopped boundaries.
+
+    Shared by every detector: they differ in how a window is judged (energy,
+    a neural network), not in how runs of windows become a turn.
+    """
+
+    __slots__ = ("_loud_run", "_processed_ms", "_quiet_run", "settings", "speaking", "window_ms")
+
+    def __init__(self, settings: VadSettings, window_ms: float) -> None:
+        self.settings = settings
+        self.window_ms = window_ms
+        self.speaking = False
+        self._processed_ms = 0.0
+        self._loud_run = 0
+        self._quiet_run = 0
+
+    def window(self, voiced: bool) -> VadEvent | None:
+        """Account one window; returns the boundary it completes, if any."""
+        settings = self.settings
+        now_ms = self._processed_ms
+        self._processed_ms += self.window_ms
+        if voiced:
+            self._loud_run += 1
+            self._quiet_run = 0
+        else:
+            self._quiet_run += 1
+            self._loud_run = 0
+        if not self.speaking and self._loud_run * self.window_ms >= settings.min_speech_ms:
+            self.speaking = True
+            start = now_ms - (self._loud_run - 1) * self.window_ms
+            return VadEvent("speech_started", max(0, int(start)))
+        if self.speaking and self._quiet_run * self.window_ms >= settings.silence_duration_ms:
+            self.speaking = False
+            end = now_ms - (self._quiet_run - 1) * self.window_ms
+            return VadEvent("speech_stopped", int(end))
+        return None
+
+
 class EnergyVad:
     """Energy over an adaptive noise floor, in 20 ms windows."""
 
@@ -75,16 +114,11 @@ class EnergyVad:
         self.window = sample_rate * WINDOW_MS // 1000
         self._pending = np.zeros(0, dtype=np.int16)
         self._floor_db: float | None = None
-        self._processed = 0
-        """Samples analysed so far (for event offsets)."""
-        self._loud_run = 0
-        self._quiet_run = 0
-        self._speaking = False
-        self._speech_start_ms = 0
+        self._segmenter = SpeechSegmenter(self.settings, WINDOW_MS)
 
     @property
     def speaking(self) -> bool:
-        return self._speaking
+        return self._segmenter.speaking
 
     @property
     def floor_db(self) -> float:
@@ -102,42 +136,24 @@ class EnergyVad:
         energies = 20.0 * np.log10(np.maximum(rms, 1e-7))
         events: list[VadEvent] = []
         for energy in energies.tolist():
-            event = self._window(energy)
+            event = self._segmenter.window(self._voiced(energy))
             if event is not None:
                 events.append(event)
-            self._processed += self.window
         return events
 
-    def _window(self, energy: float) -> VadEvent | None:
-        settings = self.settings
+    def _voiced(self, energy: float) -> bool:
         if self._floor_db is None:
             # Streams start with the room, not the voice: the first window sets the floor.
             self._floor_db = max(energy, self._ABSOLUTE_FLOOR_DB)
-        loud = energy > self._floor_db + settings.margin_db and energy > self._MIN_VOICE_DB
+        loud = energy > self._floor_db + self.settings.margin_db and energy > self._MIN_VOICE_DB
         rate = self._RISE if energy > self._floor_db else self._FALL
-        if self._speaking:
+        if self._segmenter.speaking:
             # Voice comes and goes; a noise that just switched on does not. Creeping up
             # during "speech" ends a steady noise's false turn within seconds.
             rate = self._RISE / 4 if energy > self._floor_db else 0.0
         self._floor_db += rate * (energy - self._floor_db)
         self._floor_db = max(self._floor_db, self._ABSOLUTE_FLOOR_DB)
-        now_ms = self._processed * 1000 // self.sample_rate
-        if loud:
-            self._loud_run += 1
-            self._quiet_run = 0
-        else:
-            self._quiet_run += 1
-            self._loud_run = 0
-        if not self._speaking and self._loud_run * WINDOW_MS >= settings.min_speech_ms:
-            self._speaking = True
-            start = now_ms - (self._loud_run - 1) * WINDOW_MS
-            self._speech_start_ms = start
-            return VadEvent("speech_started", max(0, start))
-        if self._speaking and self._quiet_run * WINDOW_MS >= settings.silence_duration_ms:
-            self._speaking = False
-            end = now_ms - (self._quiet_run - 1) * WINDOW_MS
-            return VadEvent("speech_stopped", end)
-        return None
+        return loud
 
 
 def pcm16(payload: bytes) -> np.ndarray:
