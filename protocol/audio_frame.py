@@ -51,6 +51,21 @@ class AudioFrame:
         return HEADER.pack(self.kind, flags, 0, self.stream_id, self.seq) + self.payload
 
 
+def output_audio_frame(stream_id: int, seq: int, audio: bytes) -> bytes:
+    """The binary frame of a ``response.audio.delta`` event."""
+    return HEADER.pack(AudioKind.OUTPUT, 0, 0, stream_id, seq) + audio
+
+
+def response_stream_id(response_id: str) -> int:
+    """The audio stream id of a response (``resp_7`` → 7)."""
+    return int(response_id.rpartition("_")[2])
+
+
+def stream_response_id(stream_id: int) -> str:
+    """Inverse of :func:`response_stream_id`."""
+    return f"resp_{stream_id}"
+
+
 def is_audio_frame(frame: bytes) -> bool:
     """Whether a binary frame is an audio frame (rather than a msgpack message)."""
     return len(frame) > 0 and frame[0] in (AudioKind.INPUT, AudioKind.OUTPUT)

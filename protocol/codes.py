@@ -167,6 +167,12 @@ class ErrorCode(enum.StrEnum):
     CANNOT_CONTINUE = "cannot_continue"
     STORE_UNAVAILABLE = "store_unavailable"
     ENGINE_OVERLOADED = "engine_overloaded"
+    AUDIO_NOT_ENABLED = "audio_not_enabled"
+    INVALID_AUDIO = "invalid_audio"
+    AUDIO_TOO_FAST = "audio_too_fast"
+    AUDIO_BUFFER_FULL = "audio_buffer_full"
+    NOTHING_TO_COMMIT = "nothing_to_commit"
+    UNKNOWN_RESPONSE = "unknown_response"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -246,6 +252,35 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
             "engine_overloaded",
             Disposition.RESUME,
             "the engine queue is full; retry the request later",
+        ),
+        ErrorCodeInfo(
+            "audio_not_enabled",
+            Disposition.TERMINAL,
+            "an audio frame or audio message in a session started without audio",
+        ),
+        ErrorCodeInfo(
+            "invalid_audio",
+            Disposition.TERMINAL,
+            "an audio chunk outside 10-100 ms at the session's sample rate; the chunk is dropped",
+        ),
+        ErrorCodeInfo(
+            "audio_too_fast",
+            Disposition.RESUME,
+            "audio arrives faster than real time beyond the allowed burst; chunks are dropped "
+            "until the client is back to real-time pace",
+        ),
+        ErrorCodeInfo(
+            "audio_buffer_full",
+            Disposition.TERMINAL,
+            "the uncommitted input turn reached its length limit; commit or clear it",
+        ),
+        ErrorCodeInfo(
+            "nothing_to_commit", Disposition.TERMINAL, "input_audio.commit with no buffered audio"
+        ),
+        ErrorCodeInfo(
+            "unknown_response",
+            Disposition.TERMINAL,
+            "the response id is neither the running nor the latest response",
         ),
         ErrorCodeInfo(
             "internal_error", Disposition.RESUME, "the server failed to handle the message"

@@ -30,6 +30,11 @@ class Conversation:
         self.turns.append(Turn(role, text))
         self.version += 1
 
+    def replace(self, index: int, turn: Turn) -> None:
+        """Rewrite one turn (an assistant turn cut to what the user heard)."""
+        self.turns[index] = turn
+        self.version += 1
+
     def pop(self) -> Turn:
         """Remove and return the last turn."""
         self.version += 1

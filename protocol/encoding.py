@@ -17,9 +17,10 @@ from typing import Any, Protocol
 
 import msgpack
 
+from protocol.audio_frame import output_audio_frame
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
-from protocol.events import TEXT_DELTA, Event, TextDelta
+from protocol.events import AUDIO_DELTA, TEXT_DELTA, Event, TextDelta
 
 JSON_SUBPROTOCOL = "wsserver.v1.json"
 MSGPACK_SUBPROTOCOL = "wsserver.v1.msgpack"
@@ -56,7 +57,7 @@ class JsonCodec:
     def encode(self, message: Mapping[str, Any]) -> str:
         return self._encoder.encode(message)
 
-    def encode_event(self, event: Event) -> str:
+    def encode_event(self, event: Event) -> str | bytes:
         if type(event) is TextDelta:
             # One per token: format the fixed shape directly instead of building a dict.
             fields = event.fields
@@ -65,6 +66,8 @@ class JsonCodec:
                 f'"response_id":{self._string(fields["response_id"])},'
                 f'"delta":{self._string(fields["delta"])}}}'
             )
+        if event.type == AUDIO_DELTA:
+            return encode_audio_event(event)
         return self._encoder.encode(event.to_message())
 
     def decode(self, frame: str | bytes) -> Any:
@@ -92,6 +95,8 @@ class MsgpackCodec:
         return self._packer.pack(message)
 
     def encode_event(self, event: Event) -> bytes:
+        if event.type == AUDIO_DELTA:
+            return encode_audio_event(event)
         return self._packer.pack(event.to_message())
 
     def decode(self, frame: str | bytes) -> Any:
@@ -105,6 +110,12 @@ class MsgpackCodec:
             raise ProtocolViolation(
                 ErrorCode.INVALID_MSGPACK, "binary frame is not valid msgpack"
             ) from None
+
+
+def encode_audio_event(event: Event) -> bytes:
+    """Audio output travels as a binary audio frame under every encoding."""
+    fields = event.fields
+    return output_audio_frame(fields["stream_id"], event.seq, fields["audio"])
 
 
 _JSON = JsonCodec()

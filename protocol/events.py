@@ -15,6 +15,13 @@ from typing import Any
 RESPONSE_CREATED = "response.created"
 TEXT_DELTA = "response.text.delta"
 RESPONSE_DONE = "response.done"
+AUDIO_DELTA = "response.audio.delta"
+"""Sent as a binary audio frame (kind 2), never as a text or msgpack message."""
+SPEECH_STARTED = "input_audio.speech_started"
+SPEECH_STOPPED = "input_audio.speech_stopped"
+INPUT_COMMITTED = "input_audio.committed"
+INPUT_CLEARED = "input_audio.cleared"
+INPUT_DISCARDED = "input_audio.discarded"
 ERROR = "error"
 
 # Connection messages (not sequenced, never replayed).
@@ -84,6 +91,41 @@ class TextDelta(Event):
         self.parts = [text]
         self.fields["delta"] = text
         return text
+
+
+class AudioDelta(Event):
+    """A chunk of a response's audio; merges with the next chunk while the client lags."""
+
+    __slots__ = ("chunks",)
+
+    def __init__(self, response_id: str, stream_id: int, audio: bytes, duration_ms: float) -> None:
+        self.type = AUDIO_DELTA
+        self.fields = {"response_id": response_id, "stream_id": stream_id}
+        self.response_id = response_id
+        self.tokens = 0
+        self.size = EVENT_OVERHEAD_BYTES + len(audio)
+        self.seq = 0
+        self.chunks = [audio]
+        self.fields["duration_ms"] = duration_ms
+
+    def merge(self, audio: bytes, duration_ms: float) -> None:
+        """Append the next chunk of the same response's audio."""
+        self.chunks.append(audio)
+        self.size += len(audio)
+        self.fields["duration_ms"] += duration_ms
+
+    def seal(self) -> bytes:
+        """Freeze the merged chunks into the ``audio`` field and return them."""
+        audio = b"".join(self.chunks) if len(self.chunks) > 1 else self.chunks[0]
+        self.chunks = [audio]
+        self.fields["audio"] = audio
+        return audio
+
+    @property
+    def duration_ms(self) -> float:
+        """Playing time of the (merged) audio."""
+        value: float = self.fields["duration_ms"]
+        return value
 
 
 def event_from_message(message: dict[str, Any], size: int) -> Event:

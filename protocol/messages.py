@@ -32,12 +32,45 @@ class SessionSettings(BaseModel):
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
 
 
+class TurnDetection(BaseModel):
+    """How the user's turns are found in the input audio."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    type: Literal["server_vad", "manual"] = "server_vad"
+    """``server_vad``: the server detects speech and commits turns after silence;
+    ``manual``: the client commits (``input_audio.commit`` or a chunk flagged last)."""
+    threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    prefix_padding_ms: Annotated[int, Field(ge=0, le=2000)] = 300
+    silence_duration_ms: Annotated[int, Field(ge=100, le=5000)] = 500
+    create_response: bool = True
+    """Start a response by itself when a turn is committed (and nothing is running)."""
+    interrupt_response: bool = True
+    """Barge-in: speech while a response runs interrupts it."""
+    false_interruption_ms: Annotated[int, Field(ge=100, le=5000)] | None = None
+    """Speech shorter than this is no turn (a cough); an answer it interrupted is
+    continued from where playback stopped. Off when absent."""
+
+
+class AudioSettings(BaseModel):
+    """Voice for a session: PCM16 mono in both directions at one sample rate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    sample_rate: Literal[16000, 24000] = 16000
+    output: bool = True
+    """Whether responses carry audio as well as text."""
+    turn_detection: TurnDetection = TurnDetection()
+
+
 class SessionStart(_Message):
     """Open a new session on this connection."""
 
     type: Literal["session.start"]
     instructions: Annotated[str, Field(max_length=100_000)] | None = None
     settings: SessionSettings | None = None
+    audio: AudioSettings | None = None
+    """Enable audio input (binary frames) and output; absent for a text-only session."""
 
 
 class SessionResume(_Message):
@@ -90,6 +123,26 @@ class ResponseCancel(_Message):
     response_id: Annotated[str, Field(max_length=MAX_ID_LENGTH)] | None = None
 
 
+class InputAudioCommit(_Message):
+    """Make the buffered input audio a user turn now."""
+
+    type: Literal["input_audio.commit"]
+
+
+class InputAudioClear(_Message):
+    """Drop the buffered, uncommitted input audio."""
+
+    type: Literal["input_audio.clear"]
+
+
+class OutputAudioPlayed(_Message):
+    """Playback progress: how much of a response's audio the user has heard."""
+
+    type: Literal["output_audio.played"]
+    response_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
+    played_ms: Annotated[int, Field(ge=0)]
+
+
 class Ack(_Message):
     """The client has every event up to and including ``seq``; the server may forget them."""
 
@@ -111,6 +164,9 @@ ClientMessage = Annotated[
     | ResponseContinue
     | ResponseInterrupt
     | ResponseCancel
+    | InputAudioCommit
+    | InputAudioClear
+    | OutputAudioPlayed
     | Ack
     | Ping,
     Field(discriminator="type"),
@@ -125,6 +181,9 @@ CLIENT_MESSAGE_TYPES: frozenset[str] = frozenset(
         "response.continue",
         "response.interrupt",
         "response.cancel",
+        "input_audio.commit",
+        "input_audio.clear",
+        "output_audio.played",
         "ack",
         "ping",
     }

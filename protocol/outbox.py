@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections import deque
+from typing import TypeVar
 
-from protocol.events import Event, TextDelta
+from protocol.events import AudioDelta, Event, TextDelta
 
 MAX_MERGED_BYTES = 16 * 1024
 """A merged delta stops growing here, so one frame (and one replay entry) stays small."""
+_Delta = TypeVar("_Delta", TextDelta, AudioDelta)
+
+MAX_MERGED_AUDIO_BYTES = 64 * 1024
+"""A merged audio chunk stops growing here (2 s at 16 kHz)."""
 
 
 class Outbox:
@@ -42,17 +47,45 @@ class Outbox:
 
     def push_text(self, response_id: str, text: str, tokens: int) -> None:
         """Queue a text delta, merging it into a queued delta of the same response."""
-        tail = self._queue[-1] if self._queue else None
-        if (
-            isinstance(tail, TextDelta)
-            and tail.response_id == response_id
-            and tail.size < MAX_MERGED_BYTES
-        ):
-            tail.merge(text, tokens)
+        target = self._merge_target(TextDelta, response_id, MAX_MERGED_BYTES)
+        if target is not None:
+            target.merge(text, tokens)
             self.merged += 1
             self._grow(len(text))
             return
         self.push(TextDelta(response_id, text, tokens))
+
+    def push_audio(
+        self, response_id: str, stream_id: int, audio: bytes, duration_ms: float
+    ) -> None:
+        """Queue a chunk of audio output, merging it into a queued chunk of the response."""
+        target = self._merge_target(AudioDelta, response_id, MAX_MERGED_AUDIO_BYTES)
+        if target is not None:
+            target.merge(audio, duration_ms)
+            self.merged += 1
+            self._grow(len(audio))
+            return
+        self.push(AudioDelta(response_id, stream_id, audio, duration_ms))
+
+    def _merge_target(self, kind: type[_Delta], response_id: str, max_bytes: int) -> _Delta | None:
+        """The queued delta of ``kind`` a new one may join, if any.
+
+        A response's text and audio alternate (a word, then its sound), so the
+        tail or the one before it may be of the wanted kind; merging into the
+        one before moves text ahead of audio already queued, never behind it.
+        """
+        queue = self._queue
+        for back in (1, 2):
+            if len(queue) < back:
+                return None
+            candidate = queue[-back]
+            if candidate.response_id != response_id:
+                return None
+            if type(candidate) is kind:
+                return candidate if candidate.size < max_bytes else None
+            if type(candidate) not in (TextDelta, AudioDelta):
+                return None
+        return None
 
     def pending(self) -> list[Event]:
         """The queued events, oldest first (not removed)."""
@@ -71,7 +104,7 @@ class Outbox:
         kept: deque[Event] = deque()
         dropped = 0
         for event in self._queue:
-            if isinstance(event, TextDelta) and event.response_id == response_id:
+            if isinstance(event, TextDelta | AudioDelta) and event.response_id == response_id:
                 dropped += event.tokens
                 self.nbytes -= event.size
             else:

@@ -11,9 +11,12 @@ they leave the outbox (``next_event``), into the replay buffer.
 
 from __future__ import annotations
 
+import bisect
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
+from protocol.audio_frame import response_stream_id
 from protocol.codes import ErrorCode
 from protocol.conversation import Conversation, Turn
 from protocol.errors import ProtocolViolation
@@ -21,6 +24,7 @@ from protocol.events import (
     ERROR,
     RESPONSE_CREATED,
     RESPONSE_DONE,
+    AudioDelta,
     Event,
     TextDelta,
     error_fields,
@@ -84,6 +88,27 @@ class ResponseState:
     continues: str | None = None
     history_text: str | None = None
     """The assistant turn this response left in the conversation."""
+    history_index: int | None = None
+    """Where that turn is in the conversation (a late playback report may shorten it)."""
+    generated_chars: int = 0
+    audio_ends_ms: list[float] = field(default_factory=list)
+    """Audio timeline: where each chunk of generated audio ends, in ms..."""
+    audio_ends_chars: list[int] = field(default_factory=list)
+    """...and how many characters of generated text were out when it ended."""
+    audio_sent_ms: float = 0.0
+    """Audio that left the outbox for the client."""
+    played_ms: int | None = None
+    """The client's latest playback report, clamped to the audio sent."""
+
+    @property
+    def has_audio(self) -> bool:
+        """Whether the response produced audio."""
+        return bool(self.audio_ends_ms)
+
+    def heard_chars(self, played_ms: float) -> int:
+        """Characters whose audio was played in full within ``played_ms``."""
+        index = bisect.bisect_right(self.audio_ends_ms, played_ms)
+        return self.audio_ends_chars[index - 1] if index else 0
 
     @property
     def done(self) -> bool:
@@ -109,6 +134,7 @@ class ServerSession:
     # Thousands live per worker: no per-instance __dict__.
     __slots__ = (
         "active",
+        "audio",
         "conversation",
         "keep_unpersisted",
         "last_response",
@@ -146,6 +172,8 @@ class ServerSession:
         """Numbered events not yet written to the session store (oldest first)."""
         self.keep_unpersisted = True
         """Off when no store keeps a replay log (a single-process store)."""
+        self.audio: dict[str, Any] | None = None
+        """The session's audio settings (wire form) when it was started with audio."""
 
     # -- client commands -------------------------------------------------
 
@@ -253,17 +281,62 @@ class ServerSession:
 
     # -- engine output ---------------------------------------------------
 
-    def record_output(self, response: ResponseState, text: str, tokens: int) -> None:
-        """Queue generated text of a running response."""
+    def record_output(
+        self,
+        response: ResponseState,
+        text: str,
+        tokens: int,
+        audio: bytes = b"",
+        audio_ms: float = 0.0,
+    ) -> None:
+        """Queue generated text (and the audio that speaks it) of a running response."""
+        response.generated_tokens += tokens
+        self.usage.output_tokens_generated += tokens
         if response.done:
             # Output that raced with an abort: counted, never sent.
-            response.generated_tokens += tokens
-            self.usage.output_tokens_generated += tokens
             return
-        response.generated_tokens += tokens
-        response.generated_parts.append(text)
-        self.usage.output_tokens_generated += tokens
-        self.outbox.push_text(response.id, text, tokens)
+        if text:
+            response.generated_parts.append(text)
+            response.generated_chars += len(text)
+            self.outbox.push_text(response.id, text, tokens)
+        if audio:
+            ends = response.audio_ends_ms
+            ends.append((ends[-1] if ends else 0.0) + audio_ms)
+            response.audio_ends_chars.append(response.generated_chars)
+            self.outbox.push_audio(response.id, response_stream_id(response.id), audio, audio_ms)
+
+    def report_played(self, response_id: str, played_ms: int) -> ResponseState:
+        """The client played ``played_ms`` of a response's audio.
+
+        Clamped to the audio actually sent (a report past it is not an error). For
+        an interrupted response that is still the latest, the assistant turn it
+        left is cut again to what was heard: the report after a barge-in is exact
+        where the server's estimate at the time was not.
+        """
+        response = self.active if self.active is not None else self.last_response
+        if response is None or response.id != response_id:
+            raise ProtocolViolation(
+                ErrorCode.UNKNOWN_RESPONSE,
+                f"{response_id} is neither the running nor the latest response",
+            )
+        played = max(0, min(played_ms, int(response.audio_sent_ms)))
+        response.played_ms = played
+        index = response.history_index
+        if (
+            response.status is ResponseStatus.INTERRUPTED
+            and response.has_audio
+            and index is not None
+        ):
+            turns = self.conversation.turns
+            if index < len(turns) and turns[index].text == response.history_text:
+                text = response.prefix + response.delivered_text()[: response.heard_chars(played)]
+                self.conversation.replace(index, Turn("assistant", text))
+                response.history_text = text
+        return response
+
+    def push_event(self, type: str, fields: dict[str, object]) -> None:
+        """Queue a session event that belongs to no response (input audio events)."""
+        self.outbox.push(Event(type, fields))
 
     def end_response(
         self,
@@ -274,6 +347,7 @@ class ServerSession:
         input_tokens: int | None = None,
         generated_tokens: int | None = None,
         rendered_chars: int | None = None,
+        played_ms: int | None = None,
     ) -> bool:
         """End a response with ``status``; queues its single ``response.done``.
 
@@ -294,13 +368,18 @@ class ServerSession:
         if status in (ResponseStatus.INTERRUPTED, ResponseStatus.CANCELLED):
             # Unsent output of a stopped response never reaches the client.
             self.outbox.drop_response(response.id)
+        fields: dict[str, object] = {"response_id": response.id, "status": status.value}
+        if reason is not None:
+            fields["reason"] = reason
+        if status is ResponseStatus.INTERRUPTED and response.has_audio:
+            if played_ms is not None:
+                response.played_ms = max(0, min(played_ms, int(response.audio_sent_ms)))
+            if response.played_ms is not None:
+                fields["played_ms"] = response.played_ms
         self._record_history(response, status, rendered_chars)
         for text in self.queued_user_turns:
             self.conversation.add("user", text)
         self.queued_user_turns.clear()
-        fields: dict[str, object] = {"response_id": response.id, "status": status.value}
-        if reason is not None:
-            fields["reason"] = reason
         self.outbox.push(Event(RESPONSE_DONE, fields, response_id=response.id))
         if self.active is response:
             self.active = None
@@ -320,6 +399,9 @@ class ServerSession:
             return
         if status is ResponseStatus.INTERRUPTED:
             text = response.delivered_text()
+            if response.played_ms is not None:
+                # What the user heard, not what reached the device's buffer.
+                text = text[: response.heard_chars(response.played_ms)]
             if rendered_chars is not None:
                 # A client cannot have rendered more than it was sent: clamp.
                 text = text[: max(0, rendered_chars)]
@@ -327,6 +409,7 @@ class ServerSession:
             text = response.generated_text()
         text = response.prefix + text
         if text:
+            response.history_index = len(self.conversation.turns)
             self.conversation.add("assistant", text)
             response.history_text = text
 
@@ -353,8 +436,14 @@ class ServerSession:
                 response.delivered_parts.append(text)
                 response.delivered_tokens += event.tokens
             self.usage.output_tokens_delivered += event.tokens
+        elif type(event) is AudioDelta:
+            event.seal()
+            if response is not None:
+                response.audio_sent_ms += event.duration_ms
         elif event.type == RESPONSE_DONE and response is not None:
             event.fields["usage"] = response.usage().to_dict()
+            if response.has_audio:
+                event.fields["audio_ms"] = round(response.audio_sent_ms)
             del self.responses[response.id]
             self.settled.append(response)
         event.seq = self.replay.last_seq + 1

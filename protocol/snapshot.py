@@ -26,6 +26,8 @@ class ConversationSnapshot:
     version: int
     queued: list[str] = field(default_factory=list)
     """User turns sent during the running response, not in ``turns`` yet."""
+    audio: dict[str, Any] | None = None
+    """The session's audio settings, so a new owner keeps its voice."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -37,6 +39,7 @@ class ConversationSnapshot:
             "last_response": self.last_response,
             "version": self.version,
             "queued": self.queued,
+            "audio": self.audio,
         }
 
     @classmethod
@@ -50,6 +53,7 @@ class ConversationSnapshot:
             last_response=data.get("last_response"),
             version=int(data.get("version", 0)),
             queued=[str(t) for t in data.get("queued", [])],
+            audio=data.get("audio"),
         )
 
     def public(self) -> dict[str, Any]:
@@ -97,6 +101,7 @@ def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
         ),
         version=session.conversation.version,
         queued=list(session.queued_user_turns),
+        audio=session.audio,
     )
 
 
@@ -144,6 +149,7 @@ def restore_session(
         session.conversation.add(role, text)  # type: ignore[arg-type]
     session.conversation.version = conversation.version
     session.queued_user_turns = list(conversation.queued)
+    session.audio = conversation.audio
     session.response_count = conversation.response_count
     if conversation.last_response is not None:
         session.last_response = _ended_response(conversation.last_response, limits)

@@ -134,9 +134,14 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_async(settings: Settings, *, demo: bool) -> int:
+    from wsserver.audio.silero import VadUnavailable
     from wsserver.server import WorkerServer
 
-    server = WorkerServer(settings)
+    try:
+        server = WorkerServer(settings)
+    except VadUnavailable as exc:
+        print(f"wsserver serve: {exc}", file=sys.stderr)
+        return 2
     await server.start()
     # Every token allocates a few short-lived objects; with the default thresholds the
     # collector runs full passes over every session's objects often enough to stall

@@ -177,11 +177,13 @@ class Connection:
             # Abuse is terminal: nobody should come back for the running response.
             self.close(CloseCode.FLOOD, "too many messages")
             return
+        if isinstance(frame, bytes) and is_audio_frame(frame):
+            if self.runtime is None:
+                self.reject(ProtocolViolation(ErrorCode.NO_SESSION, "audio needs a session"))
+            else:
+                self.runtime.audio_frame(frame)
+            return
         try:
-            if isinstance(frame, bytes) and is_audio_frame(frame):
-                raise ProtocolViolation(
-                    ErrorCode.INVALID_FRAME, "audio input is not enabled on this server"
-                )
             message = parse_client_message(self.codec.decode(frame))
         except ProtocolViolation as violation:
             self.reject(violation)

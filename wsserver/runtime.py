@@ -14,12 +14,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from protocol.codes import CloseCode
+from protocol.codes import CloseCode, ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.messages import (
     Ack,
+    AudioSettings,
     ClientMessage,
+    InputAudioClear,
+    InputAudioCommit,
     InputText,
+    OutputAudioPlayed,
     ResponseCancel,
     ResponseContinue,
     ResponseCreate,
@@ -27,6 +31,7 @@ from protocol.messages import (
 )
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
+from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import (
     Engine,
     EngineOverloaded,
@@ -42,6 +47,7 @@ from wsserver.store.base import (
     SessionStore,
     SessionStoreUnavailable,
 )
+from wsserver.voice import VoiceChannel, make_detector
 
 if TYPE_CHECKING:
     from wsserver.connection import Connection
@@ -69,6 +75,9 @@ _FINISH_STATUS = {
     FinishReason.ERROR: (ResponseStatus.FAILED, "engine_error"),
     FinishReason.ABORTED: (ResponseStatus.CANCELLED, "engine_aborted"),
 }
+
+
+_DEFAULT_AUDIO_LIMITS = AudioInputLimits()
 
 
 class _ResponseSink:
@@ -106,6 +115,9 @@ class RuntimeContext:
     worker_id: str
     grace_period: float
     resume_window: float
+    vad: str = "energy"
+    """Voice-activity detector for sessions with server VAD: ``energy`` or ``silero``."""
+    audio_limits: AudioInputLimits = _DEFAULT_AUDIO_LIMITS
 
 
 class SessionRuntime:
@@ -124,6 +136,7 @@ class SessionRuntime:
         "journal",
         "session",
         "token_hash",
+        "voice",
     )
 
     def __init__(
@@ -145,6 +158,11 @@ class SessionRuntime:
         self._recreating = False
         self._recreate_task: asyncio.Task[None] | None = None
         self.closed = False
+        self.voice: VoiceChannel | None = None
+        if session.audio is not None:
+            audio = AudioSettings.model_validate(session.audio)
+            detector = make_detector(context.vad, audio)
+            self.voice = VoiceChannel(self, audio, detector, context.audio_limits)
 
     @property
     def epoch(self) -> int:
@@ -214,6 +232,22 @@ class SessionRuntime:
         self.wake()
         self.persist()
 
+    def audio_frame(self, frame: bytes) -> None:
+        """A binary audio frame; a refused one becomes an in-band error."""
+        try:
+            self._voice().on_frame(frame)
+        except ProtocolViolation as violation:
+            self.session.queue_error(violation)
+        self.wake()
+        self.persist()
+
+    def _voice(self) -> VoiceChannel:
+        if self.voice is None:
+            raise ProtocolViolation(
+                ErrorCode.AUDIO_NOT_ENABLED, "this session was started without audio"
+            )
+        return self.voice
+
     def _dispatch(self, message: ClientMessage) -> None:
         session = self.session
         if isinstance(message, InputText):
@@ -236,21 +270,47 @@ class SessionRuntime:
                 ResponseStatus.INTERRUPTED,
                 reason="client",
                 rendered_chars=message.rendered_chars,
+                played_ms=message.played_ms,
             )
         elif isinstance(message, ResponseCancel):
             response = session.check_active(message.response_id)
             self._stop(response, ResponseStatus.CANCELLED, reason="client")
+        elif isinstance(message, OutputAudioPlayed):
+            self._voice()
+            session.report_played(message.response_id, message.played_ms)
+        elif isinstance(message, InputAudioCommit):
+            self._voice().commit()
+        elif isinstance(message, InputAudioClear):
+            self._voice().clear()
         elif isinstance(message, Ack):
             session.ack(message.seq)
+
+    # -- actions of the voice channel ---------------------------------------
+
+    def interrupt(self, response: ResponseState, *, reason: str) -> None:
+        """Barge-in: the same path as a client's ``response.interrupt``."""
+        self._stop(response, ResponseStatus.INTERRUPTED, reason=reason)
+
+    def start_response(self) -> None:
+        """Answer the conversation's latest user turn."""
+        self._start(self.session.begin_response())
+
+    def continue_response(self, response_id: str) -> None:
+        """Continue an interrupted answer from what the user heard."""
+        self._start(self.session.continue_response(response_id))
 
     # -- generation ------------------------------------------------------
 
     def _start(self, response: ResponseState) -> None:
+        voice = self.voice
         request = GenerationRequest(
             request_id=f"{self.session_id}/{response.id}",
             prompt=self.session.history(),
             max_output_tokens=response.max_output_tokens,
             prefix=response.prefix,
+            input_audio=voice.take_audio() if voice is not None else b"",
+            sample_rate=voice.settings.sample_rate if voice is not None else 16000,
+            audio_output=voice is not None and voice.settings.output,
         )
         try:
             generation = self.engine.submit(request, _ResponseSink(self, response))
@@ -270,7 +330,7 @@ class SessionRuntime:
     def on_output(self, response: ResponseState, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
         session = self.session
-        session.record_output(response, chunk.text, chunk.tokens)
+        session.record_output(response, chunk.text, chunk.tokens, chunk.audio, chunk.audio_ms)
         if self.connection is None and self.journal.log_events:
             # Nobody is reading: number it for the shared log now, so a resume on
             # another worker replays it, and a takeover fences this worker at once.
@@ -292,12 +352,15 @@ class SessionRuntime:
         *,
         reason: str,
         rendered_chars: int | None = None,
+        played_ms: int | None = None,
     ) -> None:
         """Abort the engine first (no more tokens), then end the response."""
         generation = self._generation
         if generation is not None:
             generation.abort()
-        self._end(response, status, reason=reason, rendered_chars=rendered_chars)
+        self._end(
+            response, status, reason=reason, rendered_chars=rendered_chars, played_ms=played_ms
+        )
 
     def _end(
         self,
@@ -306,6 +369,7 @@ class SessionRuntime:
         *,
         reason: str | None,
         rendered_chars: int | None = None,
+        played_ms: int | None = None,
     ) -> None:
         generation = self._generation if self.session.active is response else None
         self.session.end_response(
@@ -315,6 +379,7 @@ class SessionRuntime:
             input_tokens=generation.input_tokens if generation is not None else None,
             generated_tokens=generation.generated_tokens if generation is not None else None,
             rendered_chars=rendered_chars,
+            played_ms=played_ms,
         )
         if generation is not None:
             self._generation = None

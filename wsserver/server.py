@@ -50,6 +50,11 @@ class WorkerServer:
     ) -> None:
         self.settings = settings or Settings()
         settings = self.settings
+        if settings.vad == "silero":
+            # Fail at startup, not at the first voice session.
+            from wsserver.audio.silero import load_model
+
+            load_model()
         self.worker_id = settings.worker_id or default_worker_id()
         self.engine: Engine = engine or SimulatedEngine(settings.simulated_engine())
         self.store: SessionStore = store or open_store(
@@ -73,6 +78,8 @@ class WorkerServer:
             worker_id=self.worker_id,
             grace_period=self.settings.grace_period,
             resume_window=self.settings.resume_window,
+            vad=self.settings.vad,
+            audio_limits=self.settings.audio_limits(),
         )
 
     @property
@@ -201,6 +208,7 @@ class WorkerServer:
             resumed=resumed,
             last_seq=runtime.session.last_seq,
             heartbeat_interval_ms=int(settings.heartbeat_interval * 1000),
+            **_audio_fields(runtime),
             limits={
                 **runtime.session.limits.to_dict(),
                 "max_frame_bytes": settings.max_frame_bytes,
@@ -310,3 +318,11 @@ def _json_response(status: HTTPStatus, body: dict[str, Any]) -> Response:
     payload = json.dumps(body).encode()
     headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
     return Response(status.value, status.phrase, headers, payload)
+
+
+def _audio_fields(runtime: SessionRuntime) -> dict[str, Any]:
+    """``session.ready``'s audio settings and the last input chunk the server has."""
+    voice = runtime.voice
+    if voice is None:
+        return {}
+    return {"audio": voice.settings.model_dump(), "audio_in_seq": voice.input.last_seq}

@@ -72,6 +72,8 @@ class SessionManager:
         session_id = "sess_" + secrets.token_urlsafe(16)
         token = new_resume_token()
         session = ServerSession(session_id, limits, message.instructions)
+        if message.audio is not None:
+            session.audio = message.audio.model_dump()
         record = SessionRecord(
             session_id,
             hash_token(token),

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.server_session import SessionLimits
+from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
 from wsserver.store.base import StoreLimits
 
@@ -106,6 +107,20 @@ class Settings(BaseModel):
     max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
     max_input_chars: int = Field(100_000, ge=1, description="longest user input in characters")
     compression: bool = Field(False, description="enable permessage-deflate")
+    vad: Literal["energy", "silero"] = Field(
+        "energy",
+        description="voice-activity detector of sessions with server VAD: 'energy' (numpy) or "
+        "'silero' (needs the silero extra: pip install onnxruntime && "
+        "pip install --no-deps silero-vad)",
+    )
+    audio_max_turn_ms: int = Field(
+        60_000, ge=1000, description="longest uncommitted spoken turn in milliseconds"
+    )
+    audio_max_ahead_ms: int = Field(
+        1000,
+        ge=100,
+        description="how far ahead of real time a client may send audio before chunks are dropped",
+    )
 
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> Settings:
@@ -136,6 +151,12 @@ class Settings(BaseModel):
             resume_window=self.resume_window,
             session_ttl=max(self.session_ttl, self.resume_window),
             lease_ttl=self.lease_ttl,
+        )
+
+    def audio_limits(self) -> AudioInputLimits:
+        """Bounds on a session's input audio."""
+        return AudioInputLimits(
+            max_turn_ms=self.audio_max_turn_ms, max_ahead_ms=self.audio_max_ahead_ms
         )
 
     def simulated_engine(self) -> SimulatedEngineConfig:

@@ -42,7 +42,10 @@ IN_SESSION: list[tuple[Any, str]] = [
     ({"type": "made.up", "id": "q1"}, "unknown_type"),
     ("[1, 2, 3]", "invalid_field"),
     ("{broken", "invalid_json"),
-    (AudioFrame(AudioKind.INPUT, 1, 1, b"\x00\x00").encode(), "invalid_frame"),
+    (
+        AudioFrame(AudioKind.INPUT, 1, 1, b"\x00\x00").encode(),
+        "audio_not_enabled",
+    ),  # a text-only session
 ]
 
 

@@ -46,14 +46,25 @@ class GenerationRequest:
     max_output_tokens: int
     prefix: str = ""
     """Assistant text already given for this turn; generation continues after it."""
+    input_audio: bytes = b""
+    """PCM16 mono of the user's latest turn when it was spoken (the prompt holds a
+    placeholder for it); a speech engine listens to this."""
+    sample_rate: int = 16000
+    """Rate of ``input_audio`` and of the audio output."""
+    audio_output: bool = False
+    """Speak the answer: output chunks carry PCM16 audio for their text."""
 
 
 @dataclass(frozen=True, slots=True)
 class OutputChunk:
-    """A piece of generated text and how many tokens it took."""
+    """A piece of generated text, how many tokens it took, and the audio that speaks it."""
 
     text: str
     tokens: int = 1
+    audio: bytes = b""
+    """PCM16 mono at the request's sample rate; empty for text-only output."""
+    audio_ms: float = 0.0
+    """Playing time of ``audio``."""
 
 
 class GenerationSink(Protocol):

@@ -5,6 +5,11 @@ one token to every request that finished prefill. Requests take a slot from a
 fixed number; the rest wait in a bounded queue. Prefill time grows with the
 prompt length. Text is deterministic for a given prompt. Every generated token
 is counted per request, so the waste of a late abort is measurable.
+
+Audio: a request that asks for audio output gets, with each token, a synthetic
+syllable as long as one decode step, so audio streams at real-time pace and
+stays aligned with the text. A spoken user turn needs no recognition: the
+prompt's placeholder for it (which carries its length) seeds the answer.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from wsserver.engine.base import (
     GenerationSink,
     OutputChunk,
 )
+from wsserver.engine.synthetic_voice import SyntheticVoice
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +95,11 @@ class SimulatedGeneration:
         self._generated = 0
         self._finish: FinishReason | None = None
         self.ready_at = 0.0
+        self._voice = (
+            SyntheticVoice(request.sample_rate, 1000.0 / engine.config.decode_rate)
+            if request.audio_output
+            else None
+        )
 
     @property
     def input_tokens(self) -> int:
@@ -102,17 +113,26 @@ class SimulatedGeneration:
     def finish_reason(self) -> FinishReason | None:
         return self._finish
 
+    def _token_hash(self, index: int) -> int:
+        mixed = ((self._seed + index) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+        return mixed ^ (mixed >> 29)
+
     def token_text(self, index: int) -> str:
         """The deterministic text of token ``index``."""
-        mixed = ((self._seed + index) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
-        mixed ^= mixed >> 29
-        word = _VOCABULARY[mixed % len(_VOCABULARY)]
+        word = _VOCABULARY[self._token_hash(index) % len(_VOCABULARY)]
         return word if index == 0 else " " + word
+
+    def _chunk(self, index: int) -> OutputChunk:
+        text = self.token_text(index)
+        voice = self._voice
+        if voice is None:
+            return OutputChunk(text, 1)
+        return OutputChunk(text, 1, voice.speak(self._token_hash(index) >> 7), voice.chunk_ms)
 
     def step(self) -> bool:
         """Produce one token into the sink; ``False`` when the generation is finished."""
         if self._target > 0:
-            chunk = OutputChunk(self.token_text(self._offset + self._generated), 1)
+            chunk = self._chunk(self._offset + self._generated)
             self._generated += 1
             self._engine.count_token(self)
             self._sink.on_output(chunk)
