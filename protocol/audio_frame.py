@@ -66,6 +66,22 @@ def stream_response_id(stream_id: int) -> str:
     return f"resp_{stream_id}"
 
 
+def audio_event_from_frame(frame: bytes) -> dict[str, object]:
+    """A received ``response.audio.delta`` frame as an event message (what a client sees).
+
+    ``audio`` holds the PCM16 payload; ``response_id`` comes from the stream id.
+    """
+    decoded = decode_audio_frame(frame)
+    if decoded.kind is not AudioKind.OUTPUT:
+        raise ProtocolViolation(ErrorCode.INVALID_FRAME, "servers send audio frames of kind 2")
+    return {
+        "type": "response.audio.delta",
+        "seq": decoded.seq,
+        "response_id": stream_response_id(decoded.stream_id),
+        "audio": decoded.payload,
+    }
+
+
 def is_audio_frame(frame: bytes) -> bool:
     """Whether a binary frame is an audio frame (rather than a msgpack message)."""
     return len(frame) > 0 and frame[0] in (AudioKind.INPUT, AudioKind.OUTPUT)

@@ -70,12 +70,13 @@ class Outbox:
     def _merge_target(self, kind: type[_Delta], response_id: str, max_bytes: int) -> _Delta | None:
         """The queued delta of ``kind`` a new one may join, if any.
 
-        A response's text and audio alternate (a word, then its sound), so the
-        tail or the one before it may be of the wanted kind; merging into the
-        one before moves text ahead of audio already queued, never behind it.
+        A response's text and audio alternate (a word, then its sound). Text may
+        join the delta before a queued audio chunk (text moves ahead of audio,
+        which is harmless); audio joins only the tail, so a word's sound never
+        leaves before its text and a cut at the played position keeps the text.
         """
         queue = self._queue
-        for back in (1, 2):
+        for back in (1, 2) if kind is TextDelta else (1,):
             if len(queue) < back:
                 return None
             candidate = queue[-back]

@@ -8,6 +8,15 @@ The client reconnects by itself after a dropped connection (jittered
 exponential backoff), resumes from the last seq it saw, and hands the
 application each event once, in order. A response that can no longer finish
 is reported as a ``response.truncated`` event.
+
+Voice: start with ``audio={...}`` (the ``session.start`` audio settings), send
+microphone PCM16 with :meth:`SessionClient.send_audio` or
+:meth:`SessionClient.stream_audio`; answers carry ``response.audio.delta``
+events (``audio`` holds PCM16). Report playback with
+:meth:`SessionClient.report_playback`, or let ``simulate_playback=True`` play
+at real-time speed and report by itself. Input chunks the server may not have
+got before a drop (the last second) are sent again after the resume; the server
+ignores those it already has.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Literal
@@ -23,11 +33,18 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
+from protocol.audio_frame import AudioFrame, AudioKind, audio_event_from_frame, is_audio_frame
 from protocol.client_session import TRUNCATED, ClientSession, ClientState, SequenceGap
 from protocol.codes import ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
 from protocol.errors import ProtocolError
 from wsserver.client_types import Backoff, ClientError, ResponseResult, SessionClosed
+from wsserver.playback import RealtimePlayer
+
+_MAX_CHUNK_MS = 100
+_MIN_CHUNK_MS = 10
+_RESEND_MS = 1000
+"""Input audio kept for a resend after a reconnect (the server's real-time burst)."""
 
 _END = object()
 
@@ -48,6 +65,9 @@ class SessionClient:
         backoff: Backoff | None = None,
         ack_every: int = 32,
         open_timeout: float = 10.0,
+        audio: dict[str, Any] | None = None,
+        simulate_playback: bool = False,
+        playback_report_interval: float = 0.1,
     ) -> None:
         self.urls: tuple[str, ...] = (url,) if isinstance(url, str) else tuple(url)
         if not self.urls:
@@ -72,6 +92,14 @@ class SessionClient:
         self._first_ready: asyncio.Future[dict[str, Any]] | None = None
         self._last_heard = 0.0
         self._open_refused: str | None = None
+        self.audio = audio
+        self.sample_rate = int((audio or {}).get("sample_rate", 16000))
+        self._audio_seq = 0
+        self._audio_tail = b""
+        self._audio_sent: deque[tuple[int, bytes, float]] = deque()
+        self.player = RealtimePlayer(self.sample_rate) if simulate_playback else None
+        self.playback_report_interval = playback_report_interval
+        self._reporter: asyncio.Task[None] | None = None
 
     # -- lifecycle -------------------------------------------------------
 
@@ -94,6 +122,8 @@ class SessionClient:
         # open() may have given up waiting already; never leave the outcome unread.
         self._first_ready.add_done_callback(lambda f: None if f.cancelled() else f.exception())
         self._runner = asyncio.create_task(self._run(), name="wsserver client")
+        if self.player is not None:
+            self._reporter = asyncio.create_task(self._report_playback_loop())
         try:
             return await asyncio.wait_for(asyncio.shield(self._first_ready), self.open_timeout)
         except BaseException:
@@ -103,6 +133,8 @@ class SessionClient:
     async def close(self) -> None:
         """End the session: a normal close, which aborts any running response."""
         self._closing = True
+        if self._reporter is not None:
+            self._reporter.cancel()
         ws = self._ws
         if ws is not None:
             await ws.close(1000, "client closed")
@@ -197,6 +229,113 @@ class SessionClient:
             message["response_id"] = response_id
         await self.send(message)
 
+    # -- voice -------------------------------------------------------------
+
+    async def send_audio(self, pcm: bytes, *, last: bool = False) -> None:
+        """Send microphone PCM16 (any length; cut into chunks of at most 100 ms).
+
+        Audio shorter than a chunk waits for the next call; ``last`` flushes it
+        (padded with silence to 10 ms) and flags the final chunk, which commits
+        the turn in manual mode. While disconnected, chunks are kept for the
+        resend after the resume (the last second) and the rest is dropped.
+        """
+        data = self._audio_tail + pcm
+        bytes_per_ms = self.sample_rate * 2 // 1000
+        step = _MAX_CHUNK_MS * bytes_per_ms
+        minimum = _MIN_CHUNK_MS * bytes_per_ms
+        chunks = [data[i : i + step] for i in range(0, len(data), step)]
+        self._audio_tail = b""
+        if chunks and len(chunks[-1]) < minimum:
+            if last:
+                chunks[-1] += bytes(minimum - len(chunks[-1]))
+            else:
+                self._audio_tail = chunks.pop()
+        if last and not chunks:
+            chunks = [bytes(minimum)]
+        for index, chunk in enumerate(chunks):
+            flag = last and index == len(chunks) - 1
+            await self._send_audio_chunk(chunk, flag, len(chunk) / bytes_per_ms)
+
+    async def _send_audio_chunk(self, chunk: bytes, last: bool, duration_ms: float) -> None:
+        frame = AudioFrame(AudioKind.INPUT, 0, self._audio_seq, chunk, last).encode()
+        self._audio_sent.append((self._audio_seq, frame, duration_ms))
+        self._audio_seq += 1
+        kept = sum(d for _, _, d in self._audio_sent)
+        while kept > _RESEND_MS and len(self._audio_sent) > 1:
+            kept -= self._audio_sent.popleft()[2]
+        ws = self._ws
+        if ws is None or not self._open.is_set():
+            return
+        with contextlib.suppress(ConnectionClosed):
+            # A drop mid-send: the chunk is resent after the resume.
+            await ws.send(frame)
+
+    async def stream_audio(self, pcm: bytes, *, chunk_ms: int = 20, last: bool = False) -> None:
+        """Send PCM16 at real-time pace, ``chunk_ms`` at a time, as a microphone would."""
+        step = self.sample_rate * 2 * chunk_ms // 1000
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        for index, offset in enumerate(range(0, len(pcm), step)):
+            # A microphone delivers a chunk once it is recorded, at the end of its
+            # interval; paced from the start time, so scheduling delays do not add up.
+            delay = start + (index + 1) * chunk_ms / 1000 - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            final = last and offset + step >= len(pcm)
+            await self.send_audio(pcm[offset : offset + step], last=final)
+
+    async def commit_audio(self) -> None:
+        """Make the buffered input audio a user turn (manual turn detection)."""
+        await self.send({"type": "input_audio.commit"})
+
+    async def clear_audio(self) -> None:
+        """Drop the buffered, uncommitted input audio."""
+        await self.send({"type": "input_audio.clear"})
+
+    async def report_playback(self, response_id: str, played_ms: int) -> None:
+        """Tell the server how much of a response's audio the user has heard."""
+        await self.send(
+            {"type": "output_audio.played", "response_id": response_id, "played_ms": played_ms}
+        )
+
+    async def _report_playback_loop(self) -> None:
+        player = self.player
+        assert player is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(self.playback_report_interval)
+            due = player.due_report(loop.time())
+            if due is not None and self._open.is_set():
+                with contextlib.suppress(ClientError):
+                    await self.report_playback(*due)
+
+    def _play(self, event: dict[str, Any]) -> None:
+        """Feed the simulated player; a barge-in stops it and reports where."""
+        player = self.player
+        if player is None:
+            return
+        now = asyncio.get_running_loop().time()
+        kind = event.get("type")
+        if kind == "response.audio.delta":
+            player.received(event["response_id"], event["audio"], now)
+        elif kind == "input_audio.speech_started" and player.current is not None:
+            # The user talks over the answer: a player stops at once, before the
+            # server's verdict, as a device would.
+            player.stop(player.current, now)
+        elif kind == "response.done" and event.get("status") == "interrupted":
+            response_id = event["response_id"]
+            if player.current == response_id:
+                position = player.stop(response_id, now)
+                self._spawn_report(response_id, position)
+
+    def _spawn_report(self, response_id: str, played_ms: int) -> None:
+        async def report() -> None:
+            with contextlib.suppress(ClientError):
+                await self.report_playback(response_id, played_ms)
+
+        task = asyncio.get_running_loop().create_task(report())
+        task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
     async def ping(self, request_id: str | None = None) -> None:
         """Application-level ping; the server answers ``pong``."""
         message: dict[str, Any] = {"type": "ping"}
@@ -227,6 +366,7 @@ class SessionClient:
         """Read events until the current response ends (done or truncated)."""
         result = ResponseResult("", "", "")
         parts: list[str] = []
+        audio: list[bytes] = []
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -236,6 +376,9 @@ class SessionClient:
                 result.response_id = event["response_id"]
             elif kind == "response.text.delta":
                 parts.append(event["delta"])
+            elif kind == "response.audio.delta":
+                audio.append(event["audio"])
+                continue
             elif kind in ("response.done", TRUNCATED):
                 result.events.append(event)
                 result.response_id = event.get("response_id", result.response_id)
@@ -243,6 +386,7 @@ class SessionClient:
                 result.reason = event.get("reason")
                 result.usage = event.get("usage", {})
                 result.text = "".join(parts)
+                result.audio = b"".join(audio)
                 return result
             result.events.append(event)
 
@@ -297,6 +441,7 @@ class SessionClient:
                             if self.max_output_tokens
                             else None
                         ),
+                        audio=self.audio,
                     )
                 )
                 await ws.send(self.codec.encode(first))
@@ -343,19 +488,24 @@ class SessionClient:
         loop = asyncio.get_running_loop()
         async for frame in ws:
             self._last_heard = loop.time()
-            message = self.codec.decode(frame)
+            if isinstance(frame, bytes) and is_audio_frame(frame):
+                message = audio_event_from_frame(frame)
+            else:
+                message = self.codec.decode(frame)
             if not isinstance(message, dict):
                 continue
             for event in self.state.receive(message):
                 if event.get("type") == "session.ready":
                     got_ready = True
                     self._on_ready(event)
+                    await self._resend_audio(ws, event)
                 elif event.get("type") == "error" and self._refused(event):
                     # session.start or session.resume was refused for now (store down):
                     # this connection carries no session; retry with backoff.
                     self._open_refused = str(event.get("code"))
                     await ws.close(1000, "refused")
                     return False
+                self._play(event)
                 self._events.put_nowait(event)
             if self.state.state is ClientState.CLOSED:
                 # Resume was refused: the session cannot go on.
@@ -379,6 +529,15 @@ class SessionClient:
             and info is not None
             and info.disposition is Disposition.RESUME
         )
+
+    async def _resend_audio(self, ws: ClientConnection, ready: dict[str, Any]) -> None:
+        """After a resume, send the kept input chunks the server does not have."""
+        have = ready.get("audio_in_seq")
+        if not isinstance(have, int):
+            return
+        for seq, frame, _ in list(self._audio_sent):
+            if seq > have:
+                await ws.send(frame)
 
     async def _watch(self, ws: ClientConnection) -> None:
         """Drop a connection that went silent: no heartbeat in two intervals."""

@@ -25,6 +25,9 @@ class ResponseResult:
     reason: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     events: list[dict[str, Any]] = field(default_factory=list)
+    """Every event of the response except audio chunks (those are in ``audio``)."""
+    audio: bytes = b""
+    """The response's audio (PCM16 at the session's rate), when it had any."""
 
 
 @dataclass(frozen=True, slots=True)

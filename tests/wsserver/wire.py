@@ -12,6 +12,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 from websockets.typing import Subprotocol
 
+from protocol.audio_frame import audio_event_from_frame, is_audio_frame
 from protocol.encoding import JSON_SUBPROTOCOL, codec_for
 
 
@@ -58,7 +59,11 @@ class RawClient:
 
     async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
         frame = await asyncio.wait_for(self.ws.recv(), timeout)
-        message: dict[str, Any] = self.codec.decode(frame)
+        message: dict[str, Any]
+        if isinstance(frame, bytes) and is_audio_frame(frame):
+            message = audio_event_from_frame(frame)
+        else:
+            message = self.codec.decode(frame)
         self.seen.append(message)
         return message
 

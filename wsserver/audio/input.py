@@ -21,6 +21,8 @@ from wsserver.audio.vad import VadSettings, VoiceDetector, pcm16
 
 MIN_CHUNK_MS = 10
 MAX_CHUNK_MS = 100
+_DETECTION_LAG_MS = 200
+"""Upper bound of how far behind the audio a detector reports a start (run + window)."""
 _PACE_SLACK = 1.02
 """Clocks differ a little; real time is measured with 2% to spare."""
 
@@ -165,6 +167,12 @@ class AudioInput:
                 f"chunk {frame.seq} is {duration_ms:g} ms of {self.settings.sample_rate} Hz audio; "
                 f"chunks must be {MIN_CHUNK_MS}-{MAX_CHUNK_MS} ms",
             )
+        if self.manual and self.buffered_ms + duration_ms > self.limits.max_turn_ms:
+            raise ProtocolViolation(
+                ErrorCode.AUDIO_BUFFER_FULL,
+                f"the uncommitted turn holds {self.buffered_ms} ms, the limit is "
+                f"{self.limits.max_turn_ms} ms; chunk {frame.seq} dropped",
+            )
         if not self._pace.take(duration_ms, now):
             self.dropped_chunks += 1
             first = not self._pace.dropping
@@ -178,12 +186,6 @@ class AudioInput:
                     details={"seq": frame.seq},
                 )
             return []
-        if self.manual and self.buffered_ms + duration_ms > self.limits.max_turn_ms:
-            raise ProtocolViolation(
-                ErrorCode.AUDIO_BUFFER_FULL,
-                f"the uncommitted turn holds {self.buffered_ms} ms, the limit is "
-                f"{self.limits.max_turn_ms} ms; chunk {frame.seq} dropped",
-            )
         self._pace.dropping = False
         self.last_seq = frame.seq
         self.received_ms += duration_ms
@@ -198,42 +200,55 @@ class AudioInput:
         for boundary in self._detector.feed(pcm16(payload)):
             if boundary.kind == "speech_started":
                 self._speech_start_ms = boundary.audio_ms
+                padding = self.settings.turn_detection.prefix_padding_ms
+                self._keep_from(boundary.audio_ms - padding)
                 events.append(SpeechStarted(boundary.audio_ms))
             else:
                 speech_ms = boundary.audio_ms - self._speech_start_ms
                 events.append(SpeechStopped(boundary.audio_ms, speech_ms))
-                events.append(self._end_of_speech(speech_ms))
+                ending = self._end_of_speech(speech_ms, boundary.audio_ms)
+                if ending is not None:
+                    events.append(ending)
         if self._detector.speaking:
             if self.buffered_ms >= self.limits.max_turn_ms:
                 # A monologue past the bound is cut into turns rather than refused.
                 events.append(self.commit())
         else:
-            self._keep_prefix_only()
+            # The detector reports a start up to min_speech_ms (and a chunk) late:
+            # keep enough that the padding before the start is still there.
+            detection = self.settings.turn_detection
+            self._keep_from(self.received_ms - detection.prefix_padding_ms - _DETECTION_LAG_MS)
         return events
 
-    def _end_of_speech(self, speech_ms: int) -> InputEvent:
+    def _end_of_speech(self, speech_ms: int, speech_end_ms: int) -> InputEvent | None:
+        if self._turn_start_ms() >= speech_end_ms:
+            # A long turn was cut just before the speech ended: only silence is left.
+            self._turn.clear()
+            return None
         shortest = self.settings.turn_detection.false_interruption_ms
         if shortest is not None and speech_ms < shortest:
-            start = self._turn_start_ms()
+            start = int(self._turn_start_ms())
             self._turn.clear()
             return SpeechDiscarded(start, int(self.received_ms))
         return self.commit()
 
-    def _keep_prefix_only(self) -> None:
-        keep = int(self.settings.turn_detection.prefix_padding_ms * self._bytes_per_ms)
-        keep -= keep % 2
-        excess = len(self._turn) - keep
+    def _keep_from(self, start_ms: float) -> None:
+        """Drop buffered audio before ``start_ms`` of the stream."""
+        excess = int((start_ms - self._turn_start_ms()) * self._bytes_per_ms)
+        excess -= excess % 2
         if excess > 0:
             del self._turn[:excess]
 
-    def _turn_start_ms(self) -> int:
-        return max(0, int(self.received_ms - len(self._turn) / self._bytes_per_ms))
+    def _turn_start_ms(self) -> float:
+        return max(0.0, self.received_ms - len(self._turn) / self._bytes_per_ms)
 
     def commit(self) -> TurnCommitted:
         """Make the buffered audio a turn (``nothing_to_commit`` when there is none)."""
         if not self._turn:
             raise ProtocolViolation(ErrorCode.NOTHING_TO_COMMIT, "no input audio is buffered")
-        turn = TurnCommitted(bytes(self._turn), self._turn_start_ms(), int(self.received_ms))
+        turn = TurnCommitted(
+            bytes(self._turn), round(self._turn_start_ms()), round(self.received_ms)
+        )
         self._turn.clear()
         return turn
 
