@@ -18,6 +18,7 @@ from wsserver.chat import run_chat
 from wsserver.demo import run_demo
 from wsserver.settings import ENV_PREFIX, Settings
 from wsserver.usage_command import print_usage
+from wsserver.voice_chat import run_voice_chat
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -87,6 +88,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to keep trying to open the session",
     )
     chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
+    chat.add_argument(
+        "--audio-in",
+        metavar="FILE.wav",
+        default=None,
+        help="stream a WAV file (mono PCM16, 16 or 24 kHz) as the microphone at real-time pace; "
+        "with PROMPT it starts --audio-delay seconds into the spoken answer (a barge-in); "
+        "exits 0 when the spoken turn is answered",
+    )
+    chat.add_argument(
+        "--audio-out",
+        metavar="FILE.wav",
+        default=None,
+        help="with --audio-in: write the spoken answer to a WAV file",
+    )
+    chat.add_argument(
+        "--audio-delay",
+        type=float,
+        default=None,
+        help="with --audio-in: seconds before the file starts (default 1 with PROMPT, else 0)",
+    )
+    chat.add_argument(
+        "--turn-detection",
+        choices=("server_vad", "manual"),
+        default="server_vad",
+        help="with --audio-in: the server finds the turn (server_vad), or the end of the file "
+        "commits it (manual)",
+    )
     usage = commands.add_parser(
         "usage",
         help="print a session's usage ledger",
@@ -115,6 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(args)
     if args.command == "usage":
         return _run(print_usage(args))
+    if args.audio_in is not None:
+        return _run(run_voice_chat(args))
     return _run(run_chat(args))
 
 
