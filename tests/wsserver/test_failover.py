@@ -276,3 +276,35 @@ async def test_refused_resume_elsewhere_does_not_steal_a_live_session(start_work
     await owner.send({"type": "response.create", "input": "still here"})
     assert (await owner.until("response.done"))["status"] == "completed"
     await owner.close()
+
+
+async def test_voice_session_moves_with_its_audio(start_worker: Any) -> None:
+    a, b = start_worker("a"), start_worker("b")
+    audio = {"sample_rate": 16000, "turn_detection": {"type": "manual"}}
+    client = SessionClient([a.url, b.url], backoff=Backoff(base=0.05), audio=audio)
+    await client.open()
+    await client.create_response(PROMPT, max_output_tokens=60)
+    events: list[dict[str, Any]] = []
+    while not any(e["type"] == "response.done" for e in events):
+        events.append(await client.next_event(20))
+        if sum(e["type"] == "response.audio.delta" for e in events) == 10 and client.url == a.url:
+            client.drop_connection()
+    assert client.url == b.url
+    _assert_gap_free(events)
+    done = events[-1]
+    sent = b"".join(e["audio"] for e in events if e["type"] == "response.audio.delta")
+    if done["status"] == "completed":
+        # Finished on A and replayed from Redis: every word's audio, none twice.
+        assert len(sent) == 60 * 10 * 32  # 60 tokens of 10 ms (100 tok/s) at 32 bytes/ms
+    else:
+        assert (done["status"], done["reason"]) == ("failed", "session_moved")
+    # The new owner kept the session's voice: a spoken turn works there.
+    assert client.ready["audio"]["turn_detection"]["type"] == "manual"
+    await client.send_audio(bytes(3200), last=True)
+    committed = None
+    while committed is None:
+        event = await client.next_event(20)
+        if event["type"] == "input_audio.committed":
+            committed = event
+    assert committed["duration_ms"] >= 100
+    await client.close()
