@@ -5,6 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from wsserver.client import SessionClient
+from wsserver.engine.synthetic_voice import SyntheticVoice
+
+_RATE = 16000
 
 
 async def run_demo(url: str) -> None:
@@ -49,7 +52,39 @@ async def run_demo(url: str) -> None:
                     flush=True,
                 )
                 break
+    await _voice_demo(url)
     print("--- demo done ---", flush=True)
+
+
+async def _voice_demo(url: str) -> None:
+    """Talk over a spoken answer: barge-in, truncation to what was heard, the turn answered."""
+    print("\nvoice: ask for a story, then talk over it after a second", flush=True)
+    audio = {"sample_rate": _RATE}
+    async with SessionClient(url, audio=audio, simulate_playback=True) as client:
+        await client.create_response("tell me a long story", max_output_tokens=400)
+        # Synthetic syllables stand in for a microphone: 1.2 s of "speech", then silence.
+        voice = SyntheticVoice(_RATE, 100)
+        speech = b"".join(voice.speak(i) for i in range(12))
+        silence = bytes(_RATE * 2)
+        mic = asyncio.create_task(client.stream_audio(bytes(_RATE * 2) + speech + silence))
+        answers = 0
+        while answers < 2:
+            event = await asyncio.wait_for(client.next_event(), 30)
+            kind = event["type"]
+            if kind == "input_audio.speech_started":
+                print(f"  [user starts talking at {event['audio_start_ms']} ms]", flush=True)
+            elif kind == "input_audio.committed":
+                print(f"  [user turn: {event['duration_ms']} ms of audio]", flush=True)
+            elif kind == "response.done":
+                answers += 1
+                heard = f", heard {event['played_ms']} ms" if "played_ms" in event else ""
+                print(
+                    f"  -> {event['response_id']}: {event['status']}"
+                    f"{' (' + event['reason'] + ')' if event.get('reason') else ''}, "
+                    f"audio sent {event.get('audio_ms', 0)} ms{heard}",
+                    flush=True,
+                )
+        await mic
 
 
 async def _stream(client: SessionClient, text: str) -> str:

@@ -128,3 +128,32 @@ def test_interactive_chat_enter_interrupts() -> None:
     finally:
         server.terminate()
         server.wait(10)
+
+
+def test_serve_demo_shows_every_feature_and_keeps_serving() -> None:
+    process = subprocess.Popen(
+        [*WSSERVER, "serve", "--port", "0", "--demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=_env(),
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            lines.append(line)
+            if "--- demo done ---" in line:
+                break
+        output = "".join(lines)
+        assert "--- demo done ---" in output, output
+        assert "status interrupted" in output
+        assert "reconnects 1" in output
+        assert "resp_1: interrupted (speech)" in output
+        assert "resp_2: completed" in output
+        assert process.poll() is None, "the server stopped after the demo"
+    finally:
+        process.terminate()
+        process.wait(10)
