@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Literal
@@ -33,18 +32,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
-from protocol.audio_frame import AudioFrame, AudioKind, audio_event_from_frame, is_audio_frame
+from protocol.audio_frame import audio_event_from_frame, is_audio_frame
 from protocol.client_session import TRUNCATED, ClientSession, ClientState, SequenceGap
 from protocol.codes import ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
 from protocol.errors import ProtocolError
 from wsserver.client_types import Backoff, ClientError, ResponseResult, SessionClosed
+from wsserver.microphone import Microphone
 from wsserver.playback import RealtimePlayer
-
-_MAX_CHUNK_MS = 100
-_MIN_CHUNK_MS = 10
-_RESEND_MS = 1000
-"""Input audio kept for a resend after a reconnect (the server's real-time burst)."""
 
 _END = object()
 
@@ -94,9 +89,7 @@ class SessionClient:
         self._open_refused: str | None = None
         self.audio = audio
         self.sample_rate = int((audio or {}).get("sample_rate", 16000))
-        self._audio_seq = 0
-        self._audio_tail = b""
-        self._audio_sent: deque[tuple[int, bytes, float]] = deque()
+        self.microphone = Microphone(self.sample_rate)
         self.player = RealtimePlayer(self.sample_rate) if simulate_playback else None
         self.playback_report_interval = playback_report_interval
         self._reporter: asyncio.Task[None] | None = None
@@ -235,40 +228,17 @@ class SessionClient:
         """Send microphone PCM16 (any length; cut into chunks of at most 100 ms).
 
         Audio shorter than a chunk waits for the next call; ``last`` flushes it
-        (padded with silence to 10 ms) and flags the final chunk, which commits
-        the turn in manual mode. While disconnected, chunks are kept for the
-        resend after the resume (the last second) and the rest is dropped.
+        and flags the final chunk, which commits the turn in manual mode. While
+        disconnected, chunks are kept for the resend after the resume (the last
+        second) and the rest is dropped.
         """
-        data = self._audio_tail + pcm
-        bytes_per_ms = self.sample_rate * 2 // 1000
-        step = _MAX_CHUNK_MS * bytes_per_ms
-        minimum = _MIN_CHUNK_MS * bytes_per_ms
-        chunks = [data[i : i + step] for i in range(0, len(data), step)]
-        self._audio_tail = b""
-        if chunks and len(chunks[-1]) < minimum:
-            if last:
-                chunks[-1] += bytes(minimum - len(chunks[-1]))
-            else:
-                self._audio_tail = chunks.pop()
-        if last and not chunks:
-            chunks = [bytes(minimum)]
-        for index, chunk in enumerate(chunks):
-            flag = last and index == len(chunks) - 1
-            await self._send_audio_chunk(chunk, flag, len(chunk) / bytes_per_ms)
-
-    async def _send_audio_chunk(self, chunk: bytes, last: bool, duration_ms: float) -> None:
-        frame = AudioFrame(AudioKind.INPUT, 0, self._audio_seq, chunk, last).encode()
-        self._audio_sent.append((self._audio_seq, frame, duration_ms))
-        self._audio_seq += 1
-        kept = sum(d for _, _, d in self._audio_sent)
-        while kept > _RESEND_MS and len(self._audio_sent) > 1:
-            kept -= self._audio_sent.popleft()[2]
-        ws = self._ws
-        if ws is None or not self._open.is_set():
-            return
-        with contextlib.suppress(ConnectionClosed):
-            # A drop mid-send: the chunk is resent after the resume.
-            await ws.send(frame)
+        for frame in self.microphone.frames(pcm, last=last):
+            ws = self._ws
+            if ws is None or not self._open.is_set():
+                continue
+            with contextlib.suppress(ConnectionClosed):
+                # A drop mid-send: the chunk is resent after the resume.
+                await ws.send(frame)
 
     async def stream_audio(self, pcm: bytes, *, chunk_ms: int = 20, last: bool = False) -> None:
         """Send PCM16 at real-time pace, ``chunk_ms`` at a time, as a microphone would."""
@@ -311,22 +281,11 @@ class SessionClient:
 
     def _play(self, event: dict[str, Any]) -> None:
         """Feed the simulated player; a barge-in stops it and reports where."""
-        player = self.player
-        if player is None:
+        if self.player is None:
             return
-        now = asyncio.get_running_loop().time()
-        kind = event.get("type")
-        if kind == "response.audio.delta":
-            player.received(event["response_id"], event["audio"], now)
-        elif kind == "input_audio.speech_started" and player.current is not None:
-            # The user talks over the answer: a player stops at once, before the
-            # server's verdict, as a device would.
-            player.stop(player.current, now)
-        elif kind == "response.done" and event.get("status") == "interrupted":
-            response_id = event["response_id"]
-            if player.current == response_id:
-                position = player.stop(response_id, now)
-                self._spawn_report(response_id, position)
+        stopped = self.player.on_event(event, asyncio.get_running_loop().time())
+        if stopped is not None:
+            self._spawn_report(*stopped)
 
     def _spawn_report(self, response_id: str, played_ms: int) -> None:
         async def report() -> None:
@@ -535,9 +494,8 @@ class SessionClient:
         have = ready.get("audio_in_seq")
         if not isinstance(have, int):
             return
-        for seq, frame, _ in list(self._audio_sent):
-            if seq > have:
-                await ws.send(frame)
+        for frame in self.microphone.resend_after(have):
+            await ws.send(frame)
 
     async def _watch(self, ws: ClientConnection) -> None:
         """Drop a connection that went silent: no heartbeat in two intervals."""

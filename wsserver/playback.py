@@ -11,6 +11,7 @@ it when asked to simulate playback (tests, the CLI, load generators).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 _KEPT_TRACKS = 4
 
@@ -31,6 +32,21 @@ class RealtimePlayer:
         self._tracks: dict[str, _Track] = {}
         self.current: str | None = None
         """The response whose audio plays now."""
+
+    def on_event(self, event: dict[str, Any], now: float) -> tuple[str, int] | None:
+        """Follow a session event; returns (response, position) when a barge-in stopped it."""
+        kind = event.get("type")
+        if kind == "response.audio.delta":
+            self.received(event["response_id"], event["audio"], now)
+        elif kind == "input_audio.speech_started" and self.current is not None:
+            # The user talks over the answer: a player stops at once, before the
+            # server's verdict, as a device would.
+            self.stop(self.current, now)
+        elif kind == "response.done" and event.get("status") == "interrupted":
+            response_id = event["response_id"]
+            if self.current == response_id:
+                return response_id, self.stop(response_id, now)
+        return None
 
     def received(self, response_id: str, audio: bytes, now: float) -> None:
         """Audio of a response arrived (queued behind what is already playing)."""
