@@ -85,6 +85,22 @@ async def test_silence_after_speech_commits_the_turn_and_the_answer_speaks(
     assert turns[1].text == text_of(client.seen)
 
 
+async def test_silero_detector_takes_turns_and_barges_in(start_server: StartServer) -> None:
+    server = await start_server(vad="silero", decode_rate=DECODE_RATE, answer_tokens=200)
+    client = await RawClient.connect(url_of(server))
+    await client.start(audio=voice())
+    mic = Mic(client)
+    await mic.play(silence(300), realtime=False)
+    await client.send({"type": "response.create", "input": "go on"})
+    await client.until("response.audio.delta")
+    await mic.play(silence(300) + pcm("speech_weather") + silence(800))
+    first = await until_done(client)
+    assert (first["status"], first["reason"]) == ("interrupted", "speech")
+    committed = await client.until("input_audio.committed")
+    assert committed["duration_ms"] >= len(pcm("speech_weather")) / BYTES_PER_MS
+    assert (await client.until("response.created"))["response_id"] == "resp_2"
+
+
 @pytest.mark.parametrize("room", ["silence", "noise", "hum"])
 async def test_a_quiet_or_steady_room_makes_no_turn(start_server: StartServer, room: str) -> None:
     # Sent at once, with the pacing bound raised: the detector sees the same audio.
