@@ -313,8 +313,10 @@ class ServerSession:
         left is cut again to what was heard: the report after a barge-in is exact
         where the server's estimate at the time was not.
         """
-        response = self.active if self.active is not None else self.last_response
-        if response is None or response.id != response_id:
+        # The previous answer may still be playing when the next one starts.
+        candidates = (r for r in (self.active, self.last_response) if r is not None)
+        response = next((r for r in candidates if r.id == response_id), None)
+        if response is None:
             raise ProtocolViolation(
                 ErrorCode.UNKNOWN_RESPONSE,
                 f"{response_id} is neither the running nor the latest response",

@@ -456,8 +456,9 @@ class SessionClient:
             for event in self.state.receive(message):
                 if event.get("type") == "session.ready":
                     got_ready = True
-                    self._on_ready(event)
+                    # Resent before new chunks may go out, or those would overtake it.
                     await self._resend_audio(ws, event)
+                    self._on_ready(event)
                 elif event.get("type") == "error" and self._refused(event):
                     # session.start or session.resume was refused for now (store down):
                     # this connection carries no session; retry with backoff.
@@ -494,8 +495,11 @@ class SessionClient:
         have = ready.get("audio_in_seq")
         if not isinstance(have, int):
             return
-        for frame in self.microphone.resend_after(have):
-            await ws.send(frame)
+        while frames := self.microphone.resend_after(have):
+            for frame in frames:
+                await ws.send(frame)
+            # Chunks recorded during those sends are sent in the next round.
+            have = self.microphone.next_seq - 1
 
     async def _watch(self, ws: ClientConnection) -> None:
         """Drop a connection that went silent: no heartbeat in two intervals."""

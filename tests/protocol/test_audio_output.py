@@ -329,7 +329,7 @@ def test_a_late_report_does_not_touch_a_completed_turn() -> None:
     assert session.conversation.version == version
 
 
-def test_reports_for_unknown_or_older_responses_are_refused() -> None:
+def test_reports_for_unknown_or_older_responses_are_refused_the_previous_one_is_not() -> None:
     session = ServerSession("s1", SessionLimits())
     with pytest.raises(ProtocolViolation) as info:
         session.report_played("resp_1", 10)
@@ -338,11 +338,19 @@ def test_reports_for_unknown_or_older_responses_are_refused() -> None:
     session.end_response(response, ResponseStatus.COMPLETED)
     session.add_user_text("and then?")
     session.begin_response()
-    for response_id in ["resp_1", "resp_9", "nonsense"]:
+    for response_id in ["resp_9", "nonsense"]:
         with pytest.raises(ProtocolViolation) as info:
             session.report_played(response_id, 10)
         assert info.value.code is ErrorCode.UNKNOWN_RESPONSE
     assert session.report_played("resp_2", 0).id == "resp_2"
+    # The previous answer may still be playing while the next one runs.
+    assert session.report_played("resp_1", 10).played_ms == 10
+    session.end_response(session.responses["resp_2"], ResponseStatus.COMPLETED)
+    session.add_user_text("more")
+    session.begin_response()
+    with pytest.raises(ProtocolViolation) as info:
+        session.report_played("resp_1", 20)
+    assert info.value.code is ErrorCode.UNKNOWN_RESPONSE
 
 
 def test_response_done_reports_audio_and_played_time() -> None:
