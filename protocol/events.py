@@ -58,6 +58,8 @@ class Event:
         """The wire message: ``type``, ``seq`` and the event's fields."""
         message: dict[str, Any] = {"type": self.type, "seq": self.seq}
         message.update(self.fields)
+        # A field never overrides the envelope (an error's details are fields too).
+        message["type"], message["seq"] = self.type, self.seq
         return message
 
     def __repr__(self) -> str:

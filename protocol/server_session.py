@@ -99,6 +99,8 @@ class ResponseState:
     """Audio that left the outbox for the client."""
     played_ms: int | None = None
     """The client's latest playback report, clamped to the audio sent."""
+    rendered_chars: int | None = None
+    """Characters the client said it showed when it interrupted (a cap on the history)."""
 
     @property
     def has_audio(self) -> bool:
@@ -309,9 +311,11 @@ class ServerSession:
         """The client played ``played_ms`` of a response's audio.
 
         Clamped to the audio actually sent (a report past it is not an error). For
-        an interrupted response that is still the latest, the assistant turn it
-        left is cut again to what was heard: the report after a barge-in is exact
-        where the server's estimate at the time was not.
+        an interrupted response that is still the latest, while no other answer
+        runs, the assistant turn it left is cut again to what was heard (and to its
+        ``rendered_chars``): the report after a barge-in is exact where the
+        server's estimate at the time was not. The running response and the
+        latest ended one take reports; any other is ``unknown_response``.
         """
         # The previous answer may still be playing when the next one starts.
         candidates = (r for r in (self.active, self.last_response) if r is not None)
@@ -328,10 +332,14 @@ class ServerSession:
             response.status is ResponseStatus.INTERRUPTED
             and response.has_audio
             and index is not None
+            and self.active is None  # a running answer was built on the turn as it is
         ):
             turns = self.conversation.turns
             if index < len(turns) and turns[index].text == response.history_text:
-                text = response.prefix + response.delivered_text()[: response.heard_chars(played)]
+                heard = response.delivered_text()[: response.heard_chars(played)]
+                if response.rendered_chars is not None:
+                    heard = heard[: response.rendered_chars]
+                text = response.prefix + heard
                 self.conversation.replace(index, Turn("assistant", text))
                 response.history_text = text
         return response
@@ -405,6 +413,7 @@ class ServerSession:
                 # What the user heard, not what reached the device's buffer.
                 text = text[: response.heard_chars(response.played_ms)]
             if rendered_chars is not None:
+                response.rendered_chars = rendered_chars
                 # A client cannot have rendered more than it was sent: clamp.
                 text = text[: max(0, rendered_chars)]
         else:

@@ -90,7 +90,12 @@ class SessionClient:
         self.audio = audio
         self.sample_rate = int((audio or {}).get("sample_rate", 16000))
         self.microphone = Microphone(self.sample_rate)
-        self.player = RealtimePlayer(self.sample_rate) if simulate_playback else None
+        barge_in = (audio or {}).get("turn_detection", {}).get("interrupt_response", True)
+        self.player = (
+            RealtimePlayer(self.sample_rate, stop_on_speech=bool(barge_in))
+            if simulate_playback
+            else None
+        )
         self.playback_report_interval = playback_report_interval
         self._reporter: asyncio.Task[None] | None = None
 
@@ -205,12 +210,18 @@ class SessionClient:
         await self.send(message)
 
     async def interrupt(
-        self, *, rendered_chars: int | None = None, response_id: str | None = None
+        self,
+        *,
+        rendered_chars: int | None = None,
+        played_ms: int | None = None,
+        response_id: str | None = None,
     ) -> None:
-        """Stop the running response, keeping what was rendered in the history."""
+        """Stop the running response, keeping what was rendered (or played) in the history."""
         message: dict[str, Any] = {"type": "response.interrupt"}
         if rendered_chars is not None:
             message["rendered_chars"] = rendered_chars
+        if played_ms is not None:
+            message["played_ms"] = played_ms
         if response_id is not None:
             message["response_id"] = response_id
         await self.send(message)

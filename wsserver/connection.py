@@ -181,7 +181,13 @@ class Connection:
             if self.runtime is None:
                 self.reject(ProtocolViolation(ErrorCode.NO_SESSION, "audio needs a session"))
             else:
-                self.runtime.audio_frame(frame)
+                try:
+                    self.runtime.audio_frame(frame)
+                except Exception:
+                    log.exception("failed to handle an audio frame")
+                    self.reject(
+                        ProtocolViolation(ErrorCode.INTERNAL_ERROR, "could not handle audio")
+                    )
             return
         try:
             message = parse_client_message(self.codec.decode(frame))

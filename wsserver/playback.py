@@ -27,8 +27,10 @@ class _Track:
 class RealtimePlayer:
     """A real-time playback clock per response."""
 
-    def __init__(self, sample_rate: int) -> None:
+    def __init__(self, sample_rate: int, *, stop_on_speech: bool = True) -> None:
         self.bytes_per_ms = sample_rate * 2 / 1000
+        self.stop_on_speech = stop_on_speech
+        """Stop when the user starts talking (the session has barge-in on)."""
         self._tracks: dict[str, _Track] = {}
         self.current: str | None = None
         """The response whose audio plays now."""
@@ -38,7 +40,7 @@ class RealtimePlayer:
         kind = event.get("type")
         if kind == "response.audio.delta":
             self.received(event["response_id"], event["audio"], now)
-        elif kind == "input_audio.speech_started" and self.current is not None:
+        elif kind == "input_audio.speech_started" and self.stop_on_speech and self.current:
             # The user talks over the answer: a player stops at once, before the
             # server's verdict, as a device would.
             self.stop(self.current, now)

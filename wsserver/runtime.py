@@ -383,6 +383,8 @@ class SessionRuntime:
         )
         if generation is not None:
             self._generation = None
+        if self.voice is not None and not self.closed and self.connection is not None:
+            self.voice.response_ended()
         self.wake()
 
     def _outbox_full(self) -> None:

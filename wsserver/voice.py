@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from protocol.audio_frame import decode_audio_frame
+from protocol.errors import ProtocolViolation
 from protocol.events import (
     INPUT_CLEARED,
     INPUT_COMMITTED,
@@ -58,7 +59,15 @@ def audio_turn_text(duration_ms: int) -> str:
 class VoiceChannel:
     """Input audio and barge-in of one session."""
 
-    __slots__ = ("_barged", "_runtime", "barge_ins", "input", "pending_audio", "settings")
+    __slots__ = (
+        "_barged",
+        "_runtime",
+        "answer_when_idle",
+        "barge_ins",
+        "input",
+        "pending_audio",
+        "settings",
+    )
 
     def __init__(
         self,
@@ -71,7 +80,9 @@ class VoiceChannel:
         self.settings = settings
         self.input = AudioInput(settings, detector, limits, time.monotonic())
         self.pending_audio = b""
-        """The committed turn's audio, for the engine request it starts."""
+        """Audio of the turns committed since the last answer, for the engine."""
+        self.answer_when_idle = False
+        """A turn was committed while an answer ran: answer it when that one ends."""
         self._barged: ResponseState | None = None
         """The response the current speech interrupted (false-interruption recovery)."""
         self.barge_ins = 0
@@ -128,9 +139,27 @@ class VoiceChannel:
                     "duration_ms": event.duration_ms,
                 },
             )
-            if detection.create_response and session.active is None:
-                self.pending_audio = event.audio
-                runtime.start_response()
+            self._keep_audio(event.audio)
+            if event.complete and detection.create_response:
+                if session.active is None:
+                    runtime.start_response()
+                else:
+                    # Queued behind the running answer, like input.text; answered next.
+                    self.answer_when_idle = True
+
+    def _keep_audio(self, audio: bytes) -> None:
+        """Keep a turn's audio for the next engine request (bounded like one turn)."""
+        limit = int(self.input.limits.max_turn_ms * self.settings.sample_rate * 2 / 1000)
+        self.pending_audio = (self.pending_audio + audio)[-limit:]
+
+    def response_ended(self) -> None:
+        """A response ended: answer a turn that waited for it, unless the user talks now."""
+        session = self._runtime.session
+        if not self.answer_when_idle or session.active is not None or self.input.speaking:
+            return
+        self.answer_when_idle = False
+        if session.conversation.awaiting_answer:
+            self._runtime.start_response()
 
     def _resume_cut_off(self) -> None:
         """A cough interrupted the answer: go on from what the user heard."""
@@ -143,9 +172,14 @@ class VoiceChannel:
             or barged.status is not ResponseStatus.INTERRUPTED
         ):
             return
-        self._runtime.continue_response(barged.id)
+        try:
+            self._runtime.continue_response(barged.id)
+        except ProtocolViolation:
+            # The conversation moved on meanwhile (an input.text): nothing to resume.
+            return
 
     def take_audio(self) -> bytes:
-        """The committed turn's audio, handed to one engine request."""
+        """The committed turns' audio, handed to one engine request."""
         audio, self.pending_audio = self.pending_audio, b""
+        self.answer_when_idle = False
         return audio

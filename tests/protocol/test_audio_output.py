@@ -320,6 +320,22 @@ def test_a_late_report_cuts_the_interrupted_turn_again() -> None:
     assert response.played_ms == 400
 
 
+def test_a_late_report_keeps_the_rendered_cap_and_spares_a_turn_in_use() -> None:
+    session, response = _spoken_session(sent=4)
+    session.end_response(response, ResponseStatus.INTERRUPTED, rendered_chars=8)
+    assert session.history()[-1].text == "one two "
+    session.report_played(response.id, 400)
+    assert session.history()[-1].text == "one two "  # what was shown still caps it
+    session.report_played(response.id, 100)
+    assert session.history()[-1].text == "one"
+    # Once the next answer runs, it was built on the turn as it is: left alone.
+    session.add_user_text("next")
+    session.begin_response()
+    session.report_played(response.id, 0)
+    assert session.conversation.turns[1].text == "one"
+    assert response.played_ms == 0
+
+
 def test_a_late_report_does_not_touch_a_completed_turn() -> None:
     session, response = _spoken_session(sent=4)
     session.end_response(response, ResponseStatus.COMPLETED)

@@ -199,6 +199,7 @@ async def test_audio_faster_than_real_time_is_dropped_not_buffered(
     await client.until("pong")
     errors = [m for m in client.seen if m["type"] == "error"]
     assert [e["code"] for e in errors] == ["audio_too_fast"]  # once per run of drops
+    assert errors[0]["chunk_seq"] == 10 and errors[0]["seq"] == 1
     voice_input = server.sessions[ready["session_id"]].voice
     assert voice_input is not None
     assert voice_input.input.buffered_ms <= 1000 + 100
@@ -268,3 +269,62 @@ async def test_resume_replays_missed_audio_and_dedups_resent_chunks(
     assert voice_input is not None
     assert voice_input.input.duplicate_chunks == 10
     assert voice_input.input.buffered_ms == 200  # once, not twice
+
+
+async def test_a_turn_spoken_during_an_answer_is_answered_after_it(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(decode_rate=DECODE_RATE, answer_tokens=50)
+    client = await RawClient.connect(url_of(server))
+    await client.start(audio=voice(interrupt_response=False))
+    mic = Mic(client)
+    await mic.play(silence(200), realtime=False)
+    await client.send({"type": "response.create", "input": "first question"})
+    await client.until("response.created")
+    await mic.play(silence(200) + pcm("speech_hello") + silence(700))
+    await client.until("input_audio.committed")
+    # No barge-in: the first answer goes on, then the spoken turn gets its own.
+    first = await until_done(client)
+    assert first["status"] == "completed"
+    second = await client.until("response.created")
+    assert second["response_id"] == "resp_2"
+    assert (await until_done(client))["status"] == "completed"
+    assert not [m for m in client.seen if m["type"] == "error"]
+
+
+async def test_a_monologue_cut_at_the_turn_bound_is_answered_once_it_ends(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(decode_rate=DECODE_RATE, answer_tokens=3, audio_max_turn_ms=1000)
+    client = await RawClient.connect(url_of(server))
+    ready = await client.start(audio=voice())
+    await Mic(client).play(silence(300) + pcm("speech_stop") + silence(700))
+    await until_done(client)
+    kinds = [m["type"] for m in client.seen if "seq" in m]
+    committed = [i for i, k in enumerate(kinds) if k == "input_audio.committed"]
+    assert len(committed) >= 2, "the 2.2 s sentence was cut into parts"
+    # One answer, after the user stopped: no answer talks over the rest of the sentence.
+    assert kinds.count("response.created") == 1
+    assert kinds.index("response.created") > kinds.index("input_audio.speech_stopped")
+    turns = server.sessions[ready["session_id"]].session.conversation.turns
+    assert [t.role for t in turns] == ["user"] * len(committed) + ["assistant"]
+
+
+async def test_a_cough_after_the_conversation_moved_on_resumes_nothing(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(decode_rate=DECODE_RATE, answer_tokens=60)
+    client = await RawClient.connect(url_of(server))
+    await client.start(audio=voice(false_interruption_ms=600, silence_duration_ms=300))
+    mic = Mic(client)
+    await mic.play(silence(200), realtime=False)
+    await client.send({"type": "response.create", "input": "talk to me"})
+    await client.until("response.created")
+    await client.send({"type": "input.text", "text": "a typed note while it talks"})
+    cough = pcm("speech_hello")[500 * BYTES_PER_MS : 700 * BYTES_PER_MS]
+    await mic.play(silence(300) + cough + silence(600))
+    await client.until("input_audio.discarded")
+    await client.send({"type": "ping"})
+    await client.until("pong")
+    assert not [m for m in client.seen if m["type"] in ("error", "response.created")][1:]
+    assert [m["type"] for m in client.seen if m["type"] == "error"] == []

@@ -60,6 +60,8 @@ class TurnCommitted:
     audio: bytes
     start_ms: int
     end_ms: int
+    complete: bool = True
+    """False for a part of a turn cut at the length bound while the user still talks."""
 
     @property
     def duration_ms(self) -> int:
@@ -106,6 +108,7 @@ class AudioInput:
     __slots__ = (
         "_bytes_per_ms",
         "_detector",
+        "_full_reported",
         "_pace",
         "_speech_start_ms",
         "_turn",
@@ -130,6 +133,7 @@ class AudioInput:
         self._pace = RealtimePace(limits.max_ahead_ms, now)
         self._bytes_per_ms = settings.sample_rate * 2 / 1000
         self._turn = bytearray()
+        self._full_reported = False
         self._speech_start_ms = 0
         self.last_seq = -1
         """Seq of the newest accepted chunk (-1: none yet)."""
@@ -168,10 +172,17 @@ class AudioInput:
                 f"chunks must be {MIN_CHUNK_MS}-{MAX_CHUNK_MS} ms",
             )
         if self.manual and self.buffered_ms + duration_ms > self.limits.max_turn_ms:
+            self.dropped_chunks += 1
+            if self._full_reported:
+                return []
+            # Once until the next commit or clear, like audio_too_fast: no error flood.
+            self._full_reported = True
             raise ProtocolViolation(
                 ErrorCode.AUDIO_BUFFER_FULL,
                 f"the uncommitted turn holds {self.buffered_ms} ms, the limit is "
-                f"{self.limits.max_turn_ms} ms; chunk {frame.seq} dropped",
+                f"{self.limits.max_turn_ms} ms; chunks from {frame.seq} are dropped until "
+                "input_audio.commit or input_audio.clear",
+                details={"chunk_seq": frame.seq},
             )
         if not self._pace.take(duration_ms, now):
             self.dropped_chunks += 1
@@ -183,7 +194,7 @@ class AudioInput:
                     f"audio is arriving faster than real time (more than "
                     f"{self.limits.max_ahead_ms} ms ahead); chunks from {frame.seq} are "
                     f"dropped until the pace is real time again",
-                    details={"seq": frame.seq},
+                    details={"chunk_seq": frame.seq},
                 )
             return []
         self._pace.dropping = False
@@ -211,8 +222,9 @@ class AudioInput:
                     events.append(ending)
         if self._detector.speaking:
             if self.buffered_ms >= self.limits.max_turn_ms:
-                # A monologue past the bound is cut into turns rather than refused.
-                events.append(self.commit())
+                # A monologue past the bound is cut into turns rather than refused;
+                # the user is still talking, so nothing answers a part by itself.
+                events.append(self.commit(complete=False))
         else:
             # The detector reports a start up to min_speech_ms (and a chunk) late:
             # keep enough that the padding before the start is still there.
@@ -242,19 +254,21 @@ class AudioInput:
     def _turn_start_ms(self) -> float:
         return max(0.0, self.received_ms - len(self._turn) / self._bytes_per_ms)
 
-    def commit(self) -> TurnCommitted:
+    def commit(self, *, complete: bool = True) -> TurnCommitted:
         """Make the buffered audio a turn (``nothing_to_commit`` when there is none)."""
         if not self._turn:
             raise ProtocolViolation(ErrorCode.NOTHING_TO_COMMIT, "no input audio is buffered")
         turn = TurnCommitted(
-            bytes(self._turn), round(self._turn_start_ms()), round(self.received_ms)
+            bytes(self._turn), round(self._turn_start_ms()), round(self.received_ms), complete
         )
         self._turn.clear()
+        self._full_reported = False
         return turn
 
     def clear(self) -> None:
         """Drop the uncommitted audio."""
         self._turn.clear()
+        self._full_reported = False
 
 
 def vad_settings(settings: AudioSettings) -> VadSettings:

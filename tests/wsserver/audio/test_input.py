@@ -280,7 +280,7 @@ def test_audio_faster_than_real_time_is_dropped_after_one_error(manual: bool) ->
         except ProtocolViolation as violation:
             errors.append(violation)
     assert [e.code for e in errors] == [ErrorCode.AUDIO_TOO_FAST]
-    assert errors[0].details == {"seq": limit // FRAME_MS}
+    assert errors[0].details == {"chunk_seq": limit // FRAME_MS}
     assert mic.input.received_ms == limit
     assert mic.input.buffered_ms <= limit
     assert mic.input.dropped_chunks == 5000 // FRAME_MS - limit // FRAME_MS
@@ -359,10 +359,15 @@ def test_a_full_manual_buffer_refuses_and_keeps_what_it_took() -> None:
     for payload in chunks[:50]:
         mic.frame(payload)
         mic.now += FRAME_MS / 1000
-    for _ in range(2):  # refused, and refused again on a resend
+    mic.seq = 50
+    assert refused(mic, chunks[50]) is ErrorCode.AUDIO_BUFFER_FULL
+    mic.now += FRAME_MS / 1000
+    # Refused again on a resend and after, but reported once until a commit.
+    for payload in chunks[50:55]:
         mic.seq = 50
-        assert refused(mic, chunks[50]) is ErrorCode.AUDIO_BUFFER_FULL
+        assert mic.frame(payload) == []
         mic.now += FRAME_MS / 1000
+    assert mic.input.dropped_chunks == 6
     turn = mic.input.commit()
     assert turn.audio == b"".join(chunks[:50])
     assert turn.duration_ms == 1000
