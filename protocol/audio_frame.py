@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import enum
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
@@ -35,9 +35,8 @@ class AudioKind(enum.IntEnum):
     OUTPUT = 2
 
 
-@dataclass(frozen=True, slots=True)
-class AudioFrame:
-    """A decoded audio frame."""
+class AudioFrame(NamedTuple):
+    """A decoded audio frame (a tuple: one is made for every 20 ms of every voice session)."""
 
     kind: AudioKind
     stream_id: int
@@ -49,6 +48,9 @@ class AudioFrame:
         """Serialize header and payload into one binary frame."""
         flags = FLAG_LAST if self.last else 0
         return HEADER.pack(self.kind, flags, 0, self.stream_id, self.seq) + self.payload
+
+
+_KINDS = {AudioKind.INPUT.value: AudioKind.INPUT, AudioKind.OUTPUT.value: AudioKind.OUTPUT}
 
 
 def output_audio_frame(stream_id: int, seq: int, audio: bytes) -> bytes:
@@ -99,4 +101,4 @@ def decode_audio_frame(frame: bytes) -> AudioFrame:
     payload = frame[HEADER_SIZE:]
     if len(payload) % 2:
         raise ProtocolViolation(ErrorCode.INVALID_FRAME, "audio payload is not whole pcm16 samples")
-    return AudioFrame(AudioKind(kind), stream_id, seq, bytes(payload), bool(flags & FLAG_LAST))
+    return AudioFrame(_KINDS[kind], stream_id, seq, payload, bool(flags & FLAG_LAST))

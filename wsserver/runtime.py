@@ -234,12 +234,16 @@ class SessionRuntime:
 
     def audio_frame(self, frame: bytes) -> None:
         """A binary audio frame; a refused one becomes an in-band error."""
+        outbox = self.session.outbox
+        queued = len(outbox)
         try:
             self._voice().on_frame(frame)
         except ProtocolViolation as violation:
             self.session.queue_error(violation)
-        self.wake()
-        self.persist()
+        # Most chunks change nothing the client or the store sees (50 a second each).
+        if len(outbox) != queued:
+            self.wake()
+            self.persist()
 
     def _voice(self) -> VoiceChannel:
         if self.voice is None:

@@ -79,7 +79,7 @@ class VoiceChannel:
         self._runtime = runtime
         self.settings = settings
         self.input = AudioInput(settings, detector, limits, time.monotonic())
-        self.pending_audio = b""
+        self.pending_audio = bytearray()
         """Audio of the turns committed since the last answer, for the engine."""
         self.answer_when_idle = False
         """A turn was committed while an answer ran: answer it when that one ends."""
@@ -150,7 +150,10 @@ class VoiceChannel:
     def _keep_audio(self, audio: bytes) -> None:
         """Keep a turn's audio for the next engine request (bounded like one turn)."""
         limit = int(self.input.limits.max_turn_ms * self.settings.sample_rate * 2 / 1000)
-        self.pending_audio = (self.pending_audio + audio)[-limit:]
+        pending = self.pending_audio
+        pending += audio
+        if len(pending) > limit:
+            del pending[: len(pending) - limit]
 
     def response_ended(self) -> None:
         """A response ended: answer a turn that waited for it, unless the user talks now."""
@@ -180,6 +183,7 @@ class VoiceChannel:
 
     def take_audio(self) -> bytes:
         """The committed turns' audio, handed to one engine request."""
-        audio, self.pending_audio = self.pending_audio, b""
+        audio = bytes(self.pending_audio)
+        self.pending_audio.clear()
         self.answer_when_idle = False
         return audio

@@ -82,6 +82,9 @@ async def test_silence_after_speech_commits_the_turn_and_the_answer_speaks(
     runtime = server.sessions[ready["session_id"]]
     turns = runtime.session.conversation.turns
     assert turns[0].role == "user" and turns[0].text == f"[audio {committed['duration_ms']} ms]"
+    # The engine request carried the turn's audio itself.
+    heard = server.engine.heard_by_request[f"{ready['session_id']}/resp_1"]  # type: ignore[attr-defined]
+    assert heard == committed["duration_ms"] * BYTES_PER_MS
     assert turns[1].text == text_of(client.seen)
 
 
@@ -308,6 +311,10 @@ async def test_a_monologue_cut_at_the_turn_bound_is_answered_once_it_ends(
     assert kinds.index("response.created") > kinds.index("input_audio.speech_stopped")
     turns = server.sessions[ready["session_id"]].session.conversation.turns
     assert [t.role for t in turns] == ["user"] * len(committed) + ["assistant"]
+    # The answer's engine request got the parts' audio, at most a turn's worth (the last).
+    parts = [m for m in client.seen if m["type"] == "input_audio.committed"]
+    heard = server.engine.heard_by_request[f"{ready['session_id']}/resp_1"]  # type: ignore[attr-defined]
+    assert heard == min(sum(p["duration_ms"] for p in parts), 1000) * BYTES_PER_MS
 
 
 async def test_a_cough_after_the_conversation_moved_on_resumes_nothing(

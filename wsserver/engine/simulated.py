@@ -161,6 +161,8 @@ class SimulatedEngine:
         self.steps = 0
         self.generated_by_request: OrderedDict[str, int] = OrderedDict()
         """Tokens generated per request id (the most recent 10,000 requests)."""
+        self.heard_by_request: OrderedDict[str, int] = OrderedDict()
+        """Bytes of input audio per request id that had any (the most recent 10,000)."""
 
     async def start(self) -> None:
         if self._task is None:
@@ -181,6 +183,10 @@ class SimulatedEngine:
         self.generated_by_request[request.request_id] = 0
         while len(self.generated_by_request) > _HISTORY_SIZE:
             self.generated_by_request.popitem(last=False)
+        if request.input_audio:
+            self.heard_by_request[request.request_id] = len(request.input_audio)
+            while len(self.heard_by_request) > _HISTORY_SIZE:
+                self.heard_by_request.popitem(last=False)
         self._queue.append(generation)
         self._admit(asyncio.get_running_loop().time())
         self._wakeup.set()
