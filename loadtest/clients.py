@@ -23,15 +23,17 @@ import resource
 import time
 import traceback
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import uvloop
 
 from loadtest.wire import LeanConnection, open_connection
 
 SESSION_START = json.dumps({"type": "session.start"})
+_Connection = TypeVar("_Connection", bound=LeanConnection)
 INTERRUPT = json.dumps({"type": "response.interrupt"})
 # Both servers write compact JSON with "type" first, so a delta is recognised
 # without parsing it: at 50,000 frames/s the client's CPU is part of the budget.
@@ -118,18 +120,33 @@ def delta_tokens(frame: str) -> int:
 # -- opening sessions ----------------------------------------------------------
 
 
-async def open_session(url: str, timeout_s: float) -> LeanConnection:
-    """Connect, send ``session.start`` and wait for ``session.ready``."""
-    connection = await open_connection(url, timeout_s)
+@overload
+async def open_session(url: str, timeout_s: float) -> LeanConnection: ...
+
+
+@overload
+async def open_session(
+    url: str, timeout_s: float, start: str, kind: Callable[[str, int, str], _Connection]
+) -> _Connection: ...
+
+
+async def open_session(
+    url: str,
+    timeout_s: float,
+    start: str = SESSION_START,
+    kind: Callable[[str, int, str], LeanConnection] = LeanConnection,
+) -> LeanConnection:
+    """Connect, send ``start`` (a ``session.start``) and wait for ``session.ready``."""
+    connection = await open_connection(url, timeout_s, kind)
     try:
-        connection.send_text(SESSION_START)
+        connection.send_text(start)
         ready = await asyncio.wait_for(asyncio.shield(connection.first_text), timeout_s)
     except BaseException:
         await connection.close(1.0)
         raise
     if not ready.startswith('{"type":"session.ready"'):
         await connection.close(1.0)
-        raise RuntimeError(f"expected session.ready, got {ready[:120]}")
+        raise RuntimeError(f"expected session.ready, got {ready[:160]}")
     return connection
 
 

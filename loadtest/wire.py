@@ -20,7 +20,7 @@ import hashlib
 import os
 import struct
 from collections.abc import Callable
-from typing import cast
+from typing import TypeVar, cast, overload
 from urllib.parse import urlsplit
 
 from websockets.utils import apply_mask
@@ -203,14 +203,31 @@ class LeanConnection(asyncio.Protocol):
             self.transport.abort()
 
 
-async def open_connection(url: str, timeout_s: float) -> LeanConnection:
-    """Connect and complete the opening handshake."""
+_Connection = TypeVar("_Connection", bound=LeanConnection)
+
+
+@overload
+async def open_connection(url: str, timeout_s: float) -> LeanConnection: ...
+
+
+@overload
+async def open_connection(
+    url: str, timeout_s: float, kind: Callable[[str, int, str], _Connection]
+) -> _Connection: ...
+
+
+async def open_connection(
+    url: str,
+    timeout_s: float,
+    kind: Callable[[str, int, str], LeanConnection] = LeanConnection,
+) -> LeanConnection:
+    """Connect and complete the opening handshake (``kind``: the connection class)."""
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     loop = asyncio.get_running_loop()
 
     def factory() -> LeanConnection:
-        return LeanConnection(host, port, parts.path or "/")
+        return kind(host, port, parts.path or "/")
 
     _, connection = await asyncio.wait_for(loop.create_connection(factory, host, port), timeout_s)
     try:
