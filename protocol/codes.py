@@ -173,6 +173,9 @@ class ErrorCode(enum.StrEnum):
     AUDIO_BUFFER_FULL = "audio_buffer_full"
     NOTHING_TO_COMMIT = "nothing_to_commit"
     UNKNOWN_RESPONSE = "unknown_response"
+    UNKNOWN_TOOL_CALL = "unknown_tool_call"
+    TOOL_CALL_CLOSED = "tool_call_closed"
+    INVALID_SCHEMA = "invalid_schema"
     INTERNAL_ERROR = "internal_error"
 
 
@@ -281,6 +284,21 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
             "unknown_response",
             Disposition.TERMINAL,
             "the response id is neither the running nor the latest response",
+        ),
+        ErrorCodeInfo(
+            "unknown_tool_call",
+            Disposition.TERMINAL,
+            "tool.result names a call this session never emitted",
+        ),
+        ErrorCodeInfo(
+            "tool_call_closed",
+            Disposition.TERMINAL,
+            "tool.result for a call that timed out or was cancelled; the result is not applied",
+        ),
+        ErrorCodeInfo(
+            "invalid_schema",
+            Disposition.TERMINAL,
+            "a tool's parameters or a response_format schema is not a valid JSON Schema",
         ),
         ErrorCodeInfo(
             "internal_error", Disposition.RESUME, "the server failed to handle the message"

@@ -30,6 +30,32 @@ class SessionSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    tool_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] | None = None
+    """How long an emitted tool call waits for its result (default: the server's)."""
+
+
+class ToolSpec(BaseModel):
+    """A tool the model may call; the client runs it and sends the result."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    name: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
+    description: Annotated[str, Field(max_length=4096)] = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    """JSON Schema of the call's arguments (an object)."""
+
+
+MAX_TOOLS = 128
+
+
+class ResponseFormat(BaseModel):
+    """Ask for output that is JSON matching a schema (structured output)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    type: Literal["json_schema"]
+    schema_: dict[str, Any] = Field(alias="schema")
+    name: Annotated[str, Field(max_length=64)] | None = None
 
 
 class TurnDetection(BaseModel):
@@ -71,6 +97,14 @@ class SessionStart(_Message):
     settings: SessionSettings | None = None
     audio: AudioSettings | None = None
     """Enable audio input (binary frames) and output; absent for a text-only session."""
+    tools: Annotated[list[ToolSpec], Field(max_length=MAX_TOOLS)] | None = None
+
+
+class SessionUpdate(_Message):
+    """Replace the session's tools (from the next response on)."""
+
+    type: Literal["session.update"]
+    tools: Annotated[list[ToolSpec], Field(max_length=MAX_TOOLS)]
 
 
 class SessionResume(_Message):
@@ -95,6 +129,7 @@ class ResponseCreate(_Message):
     type: Literal["response.create"]
     input: Annotated[str, Field(min_length=1)] | None = None
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
+    response_format: ResponseFormat | None = None
 
 
 class ResponseContinue(_Message):
@@ -143,6 +178,17 @@ class OutputAudioPlayed(_Message):
     played_ms: Annotated[int, Field(ge=0)]
 
 
+class ToolResult(_Message):
+    """The result of a tool call the client ran (idempotent by ``call_id``)."""
+
+    type: Literal["tool.result"]
+    call_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
+    output: Any = None
+    """Any JSON value the tool returned."""
+    error: Annotated[str, Field(max_length=4096)] | None = None
+    """Set when the tool failed; the model sees it instead of an output."""
+
+
 class Ack(_Message):
     """The client has every event up to and including ``seq``; the server may forget them."""
 
@@ -167,6 +213,8 @@ ClientMessage = Annotated[
     | InputAudioCommit
     | InputAudioClear
     | OutputAudioPlayed
+    | SessionUpdate
+    | ToolResult
     | Ack
     | Ping,
     Field(discriminator="type"),
@@ -184,6 +232,8 @@ CLIENT_MESSAGE_TYPES: frozenset[str] = frozenset(
         "input_audio.commit",
         "input_audio.clear",
         "output_audio.played",
+        "session.update",
+        "tool.result",
         "ack",
         "ping",
     }

@@ -22,6 +22,7 @@ from protocol.conversation import Conversation, Turn
 from protocol.errors import ProtocolViolation
 from protocol.events import (
     ERROR,
+    OUTPUT_JSON_DELTA,
     RESPONSE_CREATED,
     RESPONSE_DONE,
     AudioDelta,
@@ -30,7 +31,9 @@ from protocol.events import (
     error_fields,
 )
 from protocol.outbox import Outbox
+from protocol.partial_json import PartialJson, PartialJsonError
 from protocol.replay import ReplayBuffer
+from protocol.tool_loop import ToolCallState, ToolLoop, result_text
 from protocol.usage import Usage
 
 
@@ -56,10 +59,13 @@ class SessionLimits:
     outbox_max_bytes: int = 1 << 20
     max_output_tokens: int = 4096
     max_input_chars: int = 100_000
+    tool_timeout_ms: int = 0
+    """How long an emitted tool call waits for its result (0: the worker's default)."""
 
     def to_dict(self) -> dict[str, int]:
         """Wire form."""
         return {
+            "tool_timeout_ms": self.tool_timeout_ms,
             "replay_max_events": self.replay_max_events,
             "replay_max_bytes": self.replay_max_bytes,
             "outbox_max_bytes": self.outbox_max_bytes,
@@ -101,6 +107,20 @@ class ResponseState:
     """The client's latest playback report, clamped to the audio sent."""
     rendered_chars: int | None = None
     """Characters the client said it showed when it interrupted (a cap on the history)."""
+    generations: int = 0
+    """Engine requests this response made (a tool loop makes one per round)."""
+    segment_start: int = 0
+    """Characters of text before the current round (earlier rounds are in the history)."""
+    waiting_for_tools: bool = False
+    """The engine stopped for tool calls; the response goes on when every result is in."""
+    calls_in_history: bool = False
+    """This round's emitted calls are recorded in an assistant turn already."""
+    output_json: PartialJson | None = None
+    """Parses the text of a response that asked for structured output."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON Schema that output must match."""
+    output_json_shown: Any = None
+    """The provisional value last sent (``response.output_json.delta``)."""
 
     @property
     def has_audio(self) -> bool:
@@ -148,6 +168,7 @@ class ServerSession:
         "responses",
         "session_id",
         "settled",
+        "tools",
         "unpersisted",
         "usage",
     )
@@ -176,6 +197,7 @@ class ServerSession:
         """Off when no store keeps a replay log (a single-process store)."""
         self.audio: dict[str, Any] | None = None
         """The session's audio settings (wire form) when it was started with audio."""
+        self.tools = ToolLoop()
 
     # -- client commands -------------------------------------------------
 
@@ -301,11 +323,88 @@ class ServerSession:
             response.generated_parts.append(text)
             response.generated_chars += len(text)
             self.outbox.push_text(response.id, text, tokens)
+            if response.output_json is not None:
+                self._parse_output(response, text)
         if audio:
             ends = response.audio_ends_ms
             ends.append((ends[-1] if ends else 0.0) + audio_ms)
             response.audio_ends_chars.append(response.generated_chars)
             self.outbox.push_audio(response.id, response_stream_id(response.id), audio, audio_ms)
+
+    def _parse_output(self, response: ResponseState, text: str) -> None:
+        parser = response.output_json
+        assert parser is not None
+        try:
+            parser.feed(text)
+        except PartialJsonError:
+            response.output_json = None  # reported as invalid_output when it ends
+            response.reason = "invalid_output"
+            return
+        value = parser.value
+        if value is not None and value != response.output_json_shown:
+            # Only when it changed: a fragment inside a number or between tokens adds nothing.
+            response.output_json_shown = value
+            fields = {"response_id": response.id, "value": value, "provisional": True}
+            self.outbox.push(Event(OUTPUT_JSON_DELTA, fields, response_id=response.id))
+
+    # -- tool calls ----------------------------------------------------------
+
+    def record_tool_fragment(
+        self, response: ResponseState, call_id: str, name: str, text: str, tokens: int
+    ) -> None:
+        """A piece of a call's arguments: a provisional delta (nothing once it ended)."""
+        response.generated_tokens += tokens
+        self.usage.output_tokens_generated += tokens
+        if not response.done:
+            event = self.tools.fragment(response.id, response.generations, call_id, name, text)
+            event.tokens = tokens
+            self.outbox.push(event)
+
+    def emit_tool_call(self, response: ResponseState, call_id: str) -> ToolCallState:
+        """The call's arguments are complete: validate and announce it.
+
+        Raises :class:`protocol.tool_loop.ToolArgumentsInvalid`.
+        """
+        event = self.tools.complete(call_id)
+        self.outbox.push(event)
+        return self.tools.calls[call_id]
+
+    def await_tools(self, response: ResponseState) -> list[ToolCallState]:
+        """The engine stopped for its calls: the round's text and calls join the history."""
+        calls = self.tools.emitted(response.id, response.generations)
+        self._record_round(response, response.generated_text()[response.segment_start :])
+        response.waiting_for_tools = True
+        return [c for c in calls if c.state.value == "emitted"]
+
+    def _record_round(self, response: ResponseState, text: str) -> None:
+        calls = tuple(c.as_call() for c in self.tools.emitted(response.id, response.generations))
+        if response.calls_in_history or not calls:
+            if text:
+                self.conversation.add("assistant", text)
+            return
+        self.conversation.append(Turn("assistant", text, calls))
+        response.calls_in_history = True
+
+    def add_tool_result(self, call_id: str, output: Any, error: str | None) -> bool:
+        """A result the store applied; returns whether its waiting response may go on."""
+        call = self.tools.answer(call_id, output, error)
+        if call is None:
+            return False
+        if any(call_id in (c.call_id for c in t.tool_calls) for t in self.conversation.turns):
+            self.conversation.append(Turn("tool", result_text(output, error), (), call_id))
+        response = self.active
+        return (
+            response is not None
+            and response.id == call.response_id
+            and response.waiting_for_tools
+            and not self.tools.pending(response.id)
+        )
+
+    def next_round(self, response: ResponseState) -> None:
+        """Every result is in: the response generates again, after them."""
+        response.waiting_for_tools = False
+        response.calls_in_history = False
+        response.segment_start = response.generated_chars
 
     def report_played(self, response_id: str, played_ms: int) -> ResponseState:
         """The client played ``played_ms`` of a response's audio.
@@ -378,9 +477,12 @@ class ServerSession:
         if status in (ResponseStatus.INTERRUPTED, ResponseStatus.CANCELLED):
             # Unsent output of a stopped response never reaches the client.
             self.outbox.drop_response(response.id)
+        dropped = self.tools.drop_streaming(response.id)
         fields: dict[str, object] = {"response_id": response.id, "status": status.value}
         if reason is not None:
             fields["reason"] = reason
+        if dropped:
+            fields["dropped_tool_calls"] = dropped
         if status is ResponseStatus.INTERRUPTED and response.has_audio:
             if played_ms is not None:
                 response.played_ms = max(0, min(played_ms, int(response.audio_sent_ms)))
@@ -408,7 +510,7 @@ class ServerSession:
         if status is ResponseStatus.CANCELLED:
             return
         if status is ResponseStatus.INTERRUPTED:
-            text = response.delivered_text()
+            text = response.delivered_text()[response.segment_start :]
             if response.played_ms is not None:
                 # What the user heard, not what reached the device's buffer.
                 text = text[: response.heard_chars(response.played_ms)]
@@ -417,8 +519,13 @@ class ServerSession:
                 # A client cannot have rendered more than it was sent: clamp.
                 text = text[: max(0, rendered_chars)]
         else:
-            text = response.generated_text()
-        text = response.prefix + text
+            text = response.generated_text()[response.segment_start :]
+        if response.segment_start == 0:
+            text = response.prefix + text
+        if not response.calls_in_history and self.tools.emitted(response.id, response.generations):
+            # Calls the client got stay in the history, so their results can follow.
+            self._record_round(response, text)
+            return
         if text:
             response.history_index = len(self.conversation.turns)
             self.conversation.add("assistant", text)
@@ -446,6 +553,10 @@ class ServerSession:
             if response is not None:
                 response.delivered_parts.append(text)
                 response.delivered_tokens += event.tokens
+            self.usage.output_tokens_delivered += event.tokens
+        elif event.tokens and response is not None:
+            # A tool call's argument fragment: its tokens reached the client too.
+            response.delivered_tokens += event.tokens
             self.usage.output_tokens_delivered += event.tokens
         elif type(event) is AudioDelta:
             event.seal()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.conversation import Turn
 from protocol.events import Event
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession, SessionLimits
 
@@ -20,7 +21,8 @@ class ConversationSnapshot:
 
     instructions: str | None
     limits: dict[str, int]
-    turns: list[tuple[str, str]]
+    turns: list[list[Any]]
+    """Turns in their wire form (:meth:`Turn.to_wire`)."""
     response_count: int
     last_response: dict[str, Any] | None
     version: int
@@ -28,6 +30,8 @@ class ConversationSnapshot:
     """User turns sent during the running response, not in ``turns`` yet."""
     audio: dict[str, Any] | None = None
     """The session's audio settings, so a new owner keeps its voice."""
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """The session's tool declarations."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -40,6 +44,7 @@ class ConversationSnapshot:
             "version": self.version,
             "queued": self.queued,
             "audio": self.audio,
+            "tools": self.tools,
         }
 
     @classmethod
@@ -48,18 +53,19 @@ class ConversationSnapshot:
         return cls(
             instructions=data.get("instructions"),
             limits=dict(data["limits"]),
-            turns=[(str(r), str(t)) for r, t in data["turns"]],
+            turns=[list(t) for t in data["turns"]],
             response_count=int(data["response_count"]),
             last_response=data.get("last_response"),
             version=int(data.get("version", 0)),
             queued=[str(t) for t in data.get("queued", [])],
             audio=data.get("audio"),
+            tools=list(data.get("tools") or []),
         )
 
     def public(self) -> dict[str, Any]:
         """What a client may see when its session cannot be resumed."""
         return {
-            "conversation": [{"role": r, "text": t} for r, t in self.turns],
+            "conversation": [_public_turn(Turn.from_wire(t)) for t in self.turns],
             "last_response": self.last_response,
         }
 
@@ -81,13 +87,25 @@ class StreamSnapshot:
         return cls(last_seq=int(data["last_seq"]), active=data.get("active"))
 
 
+def _public_turn(turn: Turn) -> dict[str, Any]:
+    public: dict[str, Any] = {"role": turn.role, "text": turn.text}
+    if turn.tool_calls:
+        public["tool_calls"] = [
+            {"call_id": c.call_id, "name": c.name, "arguments": c.arguments}
+            for c in turn.tool_calls
+        ]
+    if turn.tool_call_id is not None:
+        public["tool_call_id"] = turn.tool_call_id
+    return public
+
+
 def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
     """Snapshot of the conversation part."""
     last = session.last_response
     return ConversationSnapshot(
         instructions=session.conversation.instructions,
         limits=session.limits.to_dict(),
-        turns=[(t.role, t.text) for t in session.conversation.turns],
+        turns=[t.to_wire() for t in session.conversation.turns],
         response_count=session.response_count,
         last_response=(
             {
@@ -102,6 +120,7 @@ def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
         version=session.conversation.version,
         queued=list(session.queued_user_turns),
         audio=session.audio,
+        tools=list(session.tools.tools.values()),
     )
 
 
@@ -145,11 +164,12 @@ def restore_session(
     """
     limits = SessionLimits(**conversation.limits)
     session = ServerSession(session_id, limits, conversation.instructions)
-    for role, text in conversation.turns:
-        session.conversation.add(role, text)  # type: ignore[arg-type]
+    for wire in conversation.turns:
+        session.conversation.append(Turn.from_wire(wire))
     session.conversation.version = conversation.version
     session.queued_user_turns = list(conversation.queued)
     session.audio = conversation.audio
+    session.tools.set_tools(conversation.tools)
     session.response_count = conversation.response_count
     if conversation.last_response is not None:
         session.last_response = _ended_response(conversation.last_response, limits)

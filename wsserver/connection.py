@@ -27,6 +27,7 @@ from protocol.messages import (
     Ping,
     SessionResume,
     SessionStart,
+    ToolResult,
     parse_client_message,
 )
 from wsserver.ratelimit import TokenBucket
@@ -229,6 +230,8 @@ class Connection:
                     ErrorCode.NO_SESSION, f"{message.type} needs a session", message.id
                 )
             )
+        elif isinstance(message, ToolResult):
+            await self.runtime.tool_result(message)
         else:
             self.runtime.handle(message)
 

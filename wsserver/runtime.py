@@ -12,10 +12,11 @@ import enum
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.codes import CloseCode, ErrorCode
 from protocol.errors import ProtocolViolation
+from protocol.events import OUTPUT_JSON_DONE, SESSION_UPDATED
 from protocol.messages import (
     Ack,
     AudioSettings,
@@ -28,9 +29,13 @@ from protocol.messages import (
     ResponseContinue,
     ResponseCreate,
     ResponseInterrupt,
+    SessionUpdate,
+    ToolResult,
 )
+from protocol.partial_json import PartialJson, PartialJsonError
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
+from protocol.tool_loop import compile_schema, schema_error
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import (
     Engine,
@@ -47,6 +52,7 @@ from wsserver.store.base import (
     SessionStore,
     SessionStoreUnavailable,
 )
+from wsserver.tools import ToolRunner
 from wsserver.voice import VoiceChannel, make_detector
 
 if TYPE_CHECKING:
@@ -74,6 +80,7 @@ _FINISH_STATUS = {
     FinishReason.LENGTH: (ResponseStatus.INCOMPLETE, "max_output_tokens"),
     FinishReason.ERROR: (ResponseStatus.FAILED, "engine_error"),
     FinishReason.ABORTED: (ResponseStatus.CANCELLED, "engine_aborted"),
+    FinishReason.TOOL_CALLS: (ResponseStatus.COMPLETED, None),
 }
 
 
@@ -118,6 +125,8 @@ class RuntimeContext:
     vad: str = "energy"
     """Voice-activity detector for sessions with server VAD: ``energy`` or ``silero``."""
     audio_limits: AudioInputLimits = _DEFAULT_AUDIO_LIMITS
+    tool_timeout: float = 60.0
+    """Seconds an emitted tool call waits for its result."""
 
 
 class SessionRuntime:
@@ -136,6 +145,7 @@ class SessionRuntime:
         "journal",
         "session",
         "token_hash",
+        "tools",
         "voice",
     )
 
@@ -158,6 +168,8 @@ class SessionRuntime:
         self._recreating = False
         self._recreate_task: asyncio.Task[None] | None = None
         self.closed = False
+        timeout_ms = session.limits.tool_timeout_ms
+        self.tools = ToolRunner(self, timeout_ms / 1000 if timeout_ms else context.tool_timeout)
         self.voice: VoiceChannel | None = None
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
@@ -232,6 +244,17 @@ class SessionRuntime:
         self.wake()
         self.persist()
 
+    async def tool_result(self, message: ToolResult) -> None:
+        """``tool.result`` (it waits for the store); a refusal becomes an in-band error."""
+        try:
+            await self.tools.on_result(message)
+        except ProtocolViolation as violation:
+            if violation.request_id is None:
+                violation.request_id = message.id
+            self.session.queue_error(violation)
+        self.wake()
+        self.persist()
+
     def audio_frame(self, frame: bytes) -> None:
         """A binary audio frame; a refused one becomes an in-band error."""
         outbox = self.session.outbox
@@ -258,9 +281,16 @@ class SessionRuntime:
             session.add_user_text(message.text)
         elif isinstance(message, ResponseCreate):
             session.check_idle()
+            schema = message.response_format.schema_ if message.response_format else None
+            if schema is not None:
+                compile_schema(schema, "response_format.schema")
             if message.input is not None:
                 session.add_user_text(message.input)
-            self._start(session.begin_response(message.max_output_tokens, message.id))
+            response = session.begin_response(message.max_output_tokens, message.id)
+            if schema is not None:
+                response.output_schema = schema
+                response.output_json = PartialJson()
+            self._start(response)
         elif isinstance(message, ResponseContinue):
             self._start(
                 session.continue_response(
@@ -286,6 +316,10 @@ class SessionRuntime:
             self._voice().commit()
         elif isinstance(message, InputAudioClear):
             self._voice().clear()
+        elif isinstance(message, SessionUpdate):
+            session.tools.set_tools([t.model_dump() for t in message.tools])
+            session.conversation.version += 1  # the tools are part of the snapshot
+            session.push_event(SESSION_UPDATED, {"tools": [t.name for t in message.tools]})
         elif isinstance(message, Ack):
             session.ack(message.seq)
 
@@ -306,15 +340,23 @@ class SessionRuntime:
     # -- generation ------------------------------------------------------
 
     def _start(self, response: ResponseState) -> None:
+        self.generate(response)
+
+    def generate(self, response: ResponseState) -> None:
+        """Submit the response's next engine request (the first, or after tool results)."""
         voice = self.voice
+        response.generations += 1
+        suffix = "" if response.generations == 1 else f"/{response.generations}"
         request = GenerationRequest(
-            request_id=f"{self.session_id}/{response.id}",
+            request_id=f"{self.session_id}/{response.id}{suffix}",
             prompt=self.session.history(),
-            max_output_tokens=response.max_output_tokens,
-            prefix=response.prefix,
+            max_output_tokens=max(1, response.max_output_tokens - response.generated_tokens),
+            prefix=response.prefix if response.generations == 1 else "",
             input_audio=voice.take_audio() if voice is not None else b"",
             sample_rate=voice.settings.sample_rate if voice is not None else 16000,
             audio_output=voice is not None and voice.settings.output,
+            tools=tuple(self.session.tools.tools.values()),
+            response_format=response.output_schema,
         )
         try:
             generation = self.engine.submit(request, _ResponseSink(self, response))
@@ -328,13 +370,16 @@ class SessionRuntime:
             return
         self._generation = generation
         # Known now, so a response lost with this worker still reports its input.
-        self.session.usage.input_tokens += generation.input_tokens - response.input_tokens
-        response.input_tokens = generation.input_tokens
+        self.session.usage.input_tokens += generation.input_tokens
+        response.input_tokens += generation.input_tokens
 
     def on_output(self, response: ResponseState, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
         session = self.session
-        session.record_output(response, chunk.text, chunk.tokens, chunk.audio, chunk.audio_ms)
+        if chunk.tool_call is not None:
+            self.tools.on_fragment(response, chunk.tool_call, chunk.tokens)
+        else:
+            session.record_output(response, chunk.text, chunk.tokens, chunk.audio, chunk.audio_ms)
         if self.connection is None and self.journal.log_events:
             # Nobody is reading: number it for the shared log now, so a resume on
             # another worker replays it, and a takeover fences this worker at once.
@@ -346,8 +391,45 @@ class SessionRuntime:
 
     def on_finish(self, response: ResponseState, reason: FinishReason) -> None:
         """The engine stopped by itself."""
+        if response.done:
+            return
+        if reason is FinishReason.TOOL_CALLS:
+            self._generation = None
+            self.tools.on_tool_calls(response)
+            self.wake()
+            return
+        if response.output_schema is not None and reason is FinishReason.STOP:
+            problem = self._final_output(response)
+            if problem is not None:
+                self.fail_response(response, "invalid_output", error={"message": problem})
+                return
         status, why = _FINISH_STATUS[reason]
         self._end(response, status, reason=why)
+
+    def _final_output(self, response: ResponseState) -> str | None:
+        """Validate a structured answer; queue its final value, or say what is wrong."""
+        parser = response.output_json
+        if parser is None:
+            return "the output is not valid json"
+        try:
+            value = parser.finish()
+        except PartialJsonError as exc:
+            return f"the output is not valid json: {exc}"
+        assert response.output_schema is not None
+        problem = schema_error(compile_schema(response.output_schema, "schema"), value)
+        if problem is not None:
+            return f"the output does not match the schema: {problem}"
+        self.session.push_event(OUTPUT_JSON_DONE, {"response_id": response.id, "value": value})
+        return None
+
+    def fail_response(self, response: ResponseState, reason: str, *, error: dict[str, Any]) -> None:
+        """End a response ``failed`` (engine aborted first), saying why in its done."""
+        self._stop(response, ResponseStatus.FAILED, reason=reason)
+        self.session.annotate_done(response, error=error)
+
+    def end_waiting(self, response: ResponseState, status: ResponseStatus, reason: str) -> None:
+        """End a response that waits for tool results (no engine request runs)."""
+        self._end(response, status, reason=reason)
 
     def _stop(
         self,
@@ -380,13 +462,19 @@ class SessionRuntime:
             response,
             status,
             reason=reason,
-            input_tokens=generation.input_tokens if generation is not None else None,
+            # A tool loop's later rounds count on top of the earlier ones (done in generate).
+            input_tokens=(
+                generation.input_tokens
+                if generation is not None and response.generations <= 1
+                else None
+            ),
             generated_tokens=generation.generated_tokens if generation is not None else None,
             rendered_chars=rendered_chars,
             played_ms=played_ms,
         )
         if generation is not None:
             self._generation = None
+        self.tools.response_ended()
         if self.voice is not None and not self.closed and self.connection is not None:
             self.voice.response_ended()
         self.wake()

@@ -80,6 +80,7 @@ class WorkerServer:
             resume_window=self.settings.resume_window,
             vad=self.settings.vad,
             audio_limits=self.settings.audio_limits(),
+            tool_timeout=self.settings.tool_timeout,
         )
 
     @property
@@ -209,6 +210,7 @@ class WorkerServer:
             last_seq=runtime.session.last_seq,
             heartbeat_interval_ms=int(settings.heartbeat_interval * 1000),
             **_audio_fields(runtime),
+            **_tool_fields(runtime),
             limits={
                 **runtime.session.limits.to_dict(),
                 "max_frame_bytes": settings.max_frame_bytes,
@@ -318,6 +320,12 @@ def _json_response(status: HTTPStatus, body: dict[str, Any]) -> Response:
     payload = json.dumps(body).encode()
     headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
     return Response(status.value, status.phrase, headers, payload)
+
+
+def _tool_fields(runtime: SessionRuntime) -> dict[str, Any]:
+    """``session.ready``'s emitted calls still waiting for a result (announced again)."""
+    pending = runtime.tools.pending_announcements()
+    return {"pending_tool_calls": pending} if pending else {}
 
 
 def _audio_fields(runtime: SessionRuntime) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -22,12 +23,14 @@ from protocol.snapshot import (
     restore_session,
     stream_snapshot,
 )
+from protocol.tool_loop import CallState, ToolCallState
 from wsserver.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import (
     LogSlice,
     SessionRecord,
     SessionStore,
     SessionStoreUnavailable,
+    ToolCallStatus,
     hash_token,
     new_resume_token,
     token_matches,
@@ -66,14 +69,21 @@ class SessionManager:
     async def open(self, message: SessionStart) -> tuple[SessionRuntime, str]:
         """Create a session; returns its runtime and the resume token (shown once)."""
         limits = self.limits
-        if message.settings is not None and message.settings.max_output_tokens is not None:
-            wanted = min(message.settings.max_output_tokens, limits.max_output_tokens)
+        settings = message.settings
+        if settings is not None and settings.max_output_tokens is not None:
+            wanted = min(settings.max_output_tokens, limits.max_output_tokens)
             limits = SessionLimits(**{**limits.to_dict(), "max_output_tokens": wanted})
+        if settings is not None and settings.tool_timeout_ms is not None:
+            limits = SessionLimits(
+                **{**limits.to_dict(), "tool_timeout_ms": settings.tool_timeout_ms}
+            )
         session_id = "sess_" + secrets.token_urlsafe(16)
         token = new_resume_token()
         session = ServerSession(session_id, limits, message.instructions)
         if message.audio is not None:
             session.audio = message.audio.model_dump()
+        if message.tools:
+            session.tools.set_tools([t.model_dump() for t in message.tools])
         record = SessionRecord(
             session_id,
             hash_token(token),
@@ -187,6 +197,7 @@ class SessionManager:
         runtime.journal.conversation_version = conversation.version
         self.sessions[session_id] = runtime
         self.takeovers += 1
+        await self._adopt_tool_calls(runtime)
         if lost is not None:
             # The old owner is dead (no lease) or was overtaken; either way it is done.
             reason = "session_moved" if claimed.owner_live else "worker_lost"
@@ -199,6 +210,25 @@ class SessionManager:
             "live" if claimed.owner_live else "lease expired",
         )
         return runtime
+
+    async def _adopt_tool_calls(self, runtime: SessionRuntime) -> None:
+        """Know the calls the old owner emitted, so results and resumes find them."""
+        try:
+            records = await self.store.tool_calls(runtime.session_id)
+        except SessionStoreUnavailable:
+            log.warning("tool calls of %s unavailable at takeover", runtime.session_id)
+            return
+        for record in records:
+            call = ToolCallState(record.call_id, record.name, record.response_id)
+            call.text = [record.arguments]
+            call.arguments = json.loads(record.arguments)
+            if record.status is ToolCallStatus.PENDING:
+                call.state = CallState.EMITTED
+            elif record.status is ToolCallStatus.COMPLETED:
+                call.state = CallState.ANSWERED
+            else:
+                call.state = CallState.TIMED_OUT
+            runtime.session.tools.adopt(call)
 
     # -- endings -------------------------------------------------------------
 

@@ -113,6 +113,9 @@ class Settings(BaseModel):
         "'silero' (needs the silero extra: pip install onnxruntime && "
         "pip install --no-deps silero-vad)",
     )
+    tool_timeout: float = Field(
+        60.0, gt=0, description="seconds an emitted tool call waits for its result"
+    )
     audio_max_turn_ms: int = Field(
         60_000, ge=1000, description="longest uncommitted spoken turn in milliseconds"
     )

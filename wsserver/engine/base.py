@@ -15,7 +15,7 @@ import asyncio
 import enum
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from protocol.conversation import Turn
 
@@ -33,6 +33,8 @@ class FinishReason(enum.StrEnum):
 
     STOP = "stop"
     LENGTH = "length"
+    TOOL_CALLS = "tool_calls"
+    """The answer waits for the results of the tool calls it made."""
     ABORTED = "aborted"
     ERROR = "error"
 
@@ -53,6 +55,21 @@ class GenerationRequest:
     """Rate of ``input_audio`` and of the audio output."""
     audio_output: bool = False
     """Speak the answer: output chunks carry PCM16 audio for their text."""
+    tools: tuple[dict[str, Any], ...] = ()
+    """Tools the model may call (name, description, JSON Schema parameters)."""
+    response_format: dict[str, Any] | None = None
+    """A JSON Schema the answer's text must match (structured output), if any."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFragment:
+    """A piece of a tool call's arguments (JSON text), or the end of them."""
+
+    call_id: str
+    name: str
+    arguments: str = ""
+    complete: bool = False
+    """The call's arguments are whole (nothing more will come for this call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +82,8 @@ class OutputChunk:
     """PCM16 mono at the request's sample rate; empty for text-only output."""
     audio_ms: float = 0.0
     """Playing time of ``audio``."""
+    tool_call: ToolCallFragment | None = None
+    """Set instead of text when the model is writing a tool call."""
 
 
 class GenerationSink(Protocol):

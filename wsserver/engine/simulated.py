@@ -30,6 +30,7 @@ from wsserver.engine.base import (
     GenerationSink,
     OutputChunk,
 )
+from wsserver.engine.scripted import script_for
 from wsserver.engine.synthetic_voice import SyntheticVoice
 
 log = logging.getLogger(__name__)
@@ -87,12 +88,21 @@ class SimulatedGeneration:
         digest = hashlib.sha256(seed_text.encode()).digest()
         self._seed = int.from_bytes(digest[:8], "little")
         natural = engine.config.answer_tokens or 40 + self._seed % 81
+        # Tool calls, answers quoting tool results and JSON follow a script.
+        self._script = script_for(request, self._seed)
+        self._finish_with = FinishReason.STOP
+        if self._script is not None:
+            natural = len(self._script)
+            if any(chunk.tool_call is not None for chunk in self._script):
+                self._finish_with = FinishReason.TOOL_CALLS
         # A continuation picks up the same deterministic text where the prefix ends.
-        self._offset = min(len(request.prefix.split()), natural)
+        self._offset = min(len(request.prefix.split()), natural) if self._script is None else 0
         remaining = natural - self._offset
         self._target = min(remaining, request.max_output_tokens)
         self._length_limited = remaining > request.max_output_tokens
         self._generated = 0
+        """Steps taken (an end-of-arguments marker is a step but no token)."""
+        self._tokens = 0
         self._finish: FinishReason | None = None
         self.ready_at = 0.0
         self._voice = (
@@ -107,7 +117,7 @@ class SimulatedGeneration:
 
     @property
     def generated_tokens(self) -> int:
-        return self._generated
+        return self._tokens
 
     @property
     def finish_reason(self) -> FinishReason | None:
@@ -123,6 +133,8 @@ class SimulatedGeneration:
         return word if index == 0 else " " + word
 
     def _chunk(self, index: int) -> OutputChunk:
+        if self._script is not None:
+            return self._script[index]
         text = self.token_text(index)
         voice = self._voice
         if voice is None:
@@ -134,10 +146,12 @@ class SimulatedGeneration:
         if self._target > 0:
             chunk = self._chunk(self._offset + self._generated)
             self._generated += 1
-            self._engine.count_token(self)
+            if chunk.tokens:
+                self._tokens += chunk.tokens
+                self._engine.count_token(self)
             self._sink.on_output(chunk)
         if self._finish is None and self._generated >= self._target:
-            self._finish = FinishReason.LENGTH if self._length_limited else FinishReason.STOP
+            self._finish = FinishReason.LENGTH if self._length_limited else self._finish_with
             self._sink.on_finish(self._finish)
         return self._finish is None
 

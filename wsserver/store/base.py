@@ -2,13 +2,15 @@
 
 A worker keeps each live session's runtime in memory; the store keeps the
 session record (resume token hash, owner and fencing epoch, a snapshot of the
-conversation and stream state), the replay log, and the usage ledger. The
+conversation and stream state), the replay log, the usage ledger, and the
+tool-call ledger (each call emitted to the client, and its one result). The
 memory store serves one process; the Redis store lets any worker resume any
 session.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import hmac
 import json
@@ -73,6 +75,87 @@ def ledger_totals(entries: Sequence[ResponseUsage]) -> Usage:
     return total
 
 
+class ToolCallStatus(enum.StrEnum):
+    """Where a tool call stands in the session's ledger."""
+
+    PENDING = "pending"
+    """Emitted to the client, no result yet."""
+    COMPLETED = "completed"
+    """A result was applied."""
+    TIMED_OUT = "timed_out"
+    """No result within the timeout; closed."""
+    CANCELLED = "cancelled"
+    """Closed without a result (e.g. the session ended)."""
+
+
+CLOSED_STATUSES = frozenset({ToolCallStatus.TIMED_OUT, ToolCallStatus.CANCELLED})
+"""The statuses :meth:`SessionStore.close_tool_call` may close a call with."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRecord:
+    """One tool call the model asked the client to run, and its outcome."""
+
+    call_id: str
+    response_id: str
+    name: str
+    arguments: str
+    """The call's JSON arguments, as text."""
+    status: ToolCallStatus = ToolCallStatus.PENDING
+    output: str | None = None
+    """The result's output (text; JSON text is fine)."""
+    error: str | None = None
+    """The result's error message, if the tool failed."""
+    created_at: float = 0.0
+    """Unix time."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "call_id": self.call_id,
+            "response_id": self.response_id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "status": self.status.value,
+            "output": self.output,
+            "error": self.error,
+            "created_at": self.created_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            call_id=data["call_id"],
+            response_id=data["response_id"],
+            name=data["name"],
+            arguments=data["arguments"],
+            status=ToolCallStatus(data.get("status", ToolCallStatus.PENDING)),
+            output=data.get("output"),
+            error=data.get("error"),
+            created_at=float(data.get("created_at", 0.0)),
+        )
+
+
+class ToolResultOutcome(enum.StrEnum):
+    """What :meth:`SessionStore.apply_tool_result` did with a result."""
+
+    APPLIED = "applied"
+    """First result for a pending call: recorded now."""
+    DUPLICATE = "duplicate"
+    """The call already has a result: this one is ignored, the stored one stands."""
+    CLOSED = "closed"
+    """The call timed out or was cancelled before a result came."""
+    UNKNOWN = "unknown"
+    """No such call in this session (or no such session)."""
+
+
+def check_close_status(status: ToolCallStatus) -> None:
+    """Refuse to close a call with anything but a closed status."""
+    if status not in CLOSED_STATUSES:
+        raise ValueError(f"a tool call closes as timed_out or cancelled, not {status.value}")
+
+
 @dataclass(slots=True)
 class SessionRecord:
     """What the store knows about a session."""
@@ -105,7 +188,7 @@ class AppendBatch:
     usage: list[ResponseUsage] = field(default_factory=list)
     """Ledger entries to add (written even if the epoch turns out stale)."""
     remove: bool = False
-    """The session ended: after this batch, delete it (the ledger stays)."""
+    """The session ended: after this batch, delete it (the usage ledger stays)."""
 
 
 @dataclass(slots=True)
@@ -127,7 +210,7 @@ class LogSlice:
 
 
 class SessionStore(Protocol):
-    """Where session records, replay logs and usage live."""
+    """Where session records, replay logs, usage and tool calls live."""
 
     shared: bool
     """Whether other processes see the same sessions."""
@@ -161,7 +244,7 @@ class SessionStore(Protocol):
         ...
 
     async def remove(self, session_id: str, epoch: int) -> None:
-        """End a session; its usage ledger stays."""
+        """End a session; its usage ledger stays, its tool-call ledger goes with it."""
         ...
 
     async def record_usage(self, session_id: str, entry: ResponseUsage) -> None:
@@ -170,6 +253,45 @@ class SessionStore(Protocol):
 
     async def usage(self, session_id: str) -> list[ResponseUsage]:
         """The session's ledger (also after the session ended)."""
+        ...
+
+    async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
+        """Record calls emitted to the client, as pending, in the given order.
+
+        Idempotent by ``call_id``: a call already in the ledger keeps its place,
+        status and result. The given records' ``status``/``output``/``error`` are
+        not used (a call starts pending). A session the store no longer has
+        records nothing: its ledger has gone with it. The ledger lives as long
+        as the session record, and goes when the session is removed or expires.
+        """
+        ...
+
+    async def apply_tool_result(
+        self, session_id: str, call_id: str, output: str | None, error: str | None
+    ) -> tuple[ToolResultOutcome, ToolCallRecord | None]:
+        """Record a call's result, exactly once, atomically.
+
+        A pending call becomes completed with ``output``/``error``
+        (``APPLIED``); a completed one keeps its first result (``DUPLICATE``);
+        a timed-out or cancelled one stays closed (``CLOSED``). When several
+        workers race with the same result, exactly one gets ``APPLIED``.
+        Returns the record as stored after the call, or ``None`` with
+        ``UNKNOWN`` when the session has no such call.
+        """
+        ...
+
+    async def close_tool_call(self, session_id: str, call_id: str, status: ToolCallStatus) -> bool:
+        """Close a pending call without a result (``TIMED_OUT`` or ``CANCELLED``).
+
+        Atomic with :meth:`apply_tool_result`: a call ends with either a result
+        or a close, never both. Returns ``False`` when the call was not pending
+        (it has a result, was closed already, or is unknown). Raises
+        ``ValueError`` for any other ``status``.
+        """
+        ...
+
+    async def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
+        """Every call of the session, in the order they were added."""
         ...
 
     async def ready(self) -> bool:

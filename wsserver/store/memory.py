@@ -1,7 +1,8 @@
 """In-memory session store: the embedded default for a single worker.
 
 It keeps the same contract as the Redis store (epochs, leases, a capped replay
-log with a resume window, a usage ledger), with expiry checked on access.
+log with a resume window, a usage ledger, a tool-call ledger), with expiry
+checked on access. Each method runs without awaiting, so it is atomic.
 """
 
 from __future__ import annotations
@@ -18,6 +19,10 @@ from wsserver.store.base import (
     ResponseUsage,
     SessionRecord,
     StoreLimits,
+    ToolCallRecord,
+    ToolCallStatus,
+    ToolResultOutcome,
+    check_close_status,
 )
 
 
@@ -28,6 +33,8 @@ class _Entry:
     lease_until: float
     log: deque[tuple[int, bytes]] = field(default_factory=deque)
     log_bytes: int = 0
+    tool_calls: dict[str, ToolCallRecord] = field(default_factory=dict)
+    """The tool-call ledger, by call id in the order added; it dies with the entry."""
 
 
 class MemorySessionStore:
@@ -158,6 +165,44 @@ class MemorySessionStore:
 
     async def usage(self, session_id: str) -> list[ResponseUsage]:
         return list(self._ledgers.get(session_id, []))
+
+    async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
+        entry = self._live(session_id)
+        if entry is None:
+            return
+        for call in calls:
+            if call.call_id not in entry.tool_calls:
+                entry.tool_calls[call.call_id] = replace(
+                    call, status=ToolCallStatus.PENDING, output=None, error=None
+                )
+
+    async def apply_tool_result(
+        self, session_id: str, call_id: str, output: str | None, error: str | None
+    ) -> tuple[ToolResultOutcome, ToolCallRecord | None]:
+        entry = self._live(session_id)
+        call = entry.tool_calls.get(call_id) if entry is not None else None
+        if entry is None or call is None:
+            return ToolResultOutcome.UNKNOWN, None
+        if call.status is ToolCallStatus.COMPLETED:
+            return ToolResultOutcome.DUPLICATE, call
+        if call.status is not ToolCallStatus.PENDING:
+            return ToolResultOutcome.CLOSED, call
+        call = replace(call, status=ToolCallStatus.COMPLETED, output=output, error=error)
+        entry.tool_calls[call_id] = call
+        return ToolResultOutcome.APPLIED, call
+
+    async def close_tool_call(self, session_id: str, call_id: str, status: ToolCallStatus) -> bool:
+        check_close_status(status)
+        entry = self._live(session_id)
+        call = entry.tool_calls.get(call_id) if entry is not None else None
+        if entry is None or call is None or call.status is not ToolCallStatus.PENDING:
+            return False
+        entry.tool_calls[call_id] = replace(call, status=status)
+        return True
+
+    async def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
+        entry = self._live(session_id)
+        return list(entry.tool_calls.values()) if entry is not None else []
 
     async def ready(self) -> bool:
         return True

@@ -7,6 +7,8 @@ Keys of a session (one hash slot, thanks to the ``{session-id}`` tag):
 * ``wss:{id}:partial`` string: persisted text of the latest response
 * ``wss:{id}:lease``   string: the owner's id, expiring unless renewed
 * ``wss:{id}:usage``   list: the usage ledger, one JSON entry per response
+* ``wss:{id}:tools``   hash: the tool-call ledger (layout in ``redis_scripts``),
+  with the record's TTL, deleted with it
 
 Every call has a bounded timeout and no retries: when Redis is down the
 worker learns it at once and decides (keep streaming from memory, refuse new
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
@@ -33,14 +36,24 @@ from wsserver.store.base import (
     SessionRecord,
     SessionStoreUnavailable,
     StoreLimits,
+    ToolCallRecord,
+    ToolCallStatus,
+    ToolResultOutcome,
+    check_close_status,
 )
 
 T = TypeVar("T")
 
 
-def _keys(session_id: str) -> tuple[str, str, str, str]:
+def _keys(session_id: str) -> tuple[str, str, str, str, str]:
     tag = "{" + session_id + "}"
-    return (f"wss:{tag}:meta", f"wss:{tag}:log", f"wss:{tag}:partial", f"wss:{tag}:lease")
+    return (
+        f"wss:{tag}:meta",
+        f"wss:{tag}:log",
+        f"wss:{tag}:partial",
+        f"wss:{tag}:lease",
+        f"wss:{tag}:tools",
+    )
 
 
 def _usage_key(session_id: str) -> str:
@@ -73,6 +86,8 @@ class RedisSessionStore:
         self._claim = self.redis.register_script(redis_scripts.CLAIM)
         self._renew = self.redis.register_script(redis_scripts.RENEW)
         self._remove = self.redis.register_script(redis_scripts.REMOVE)
+        self._add_tool_calls = self.redis.register_script(redis_scripts.ADD_TOOL_CALLS)
+        self._settle_tool_call = self.redis.register_script(redis_scripts.SETTLE_TOOL_CALL)
         self.round_trips = 0
         """Calls that went to Redis (a pipeline counts once)."""
 
@@ -84,7 +99,7 @@ class RedisSessionStore:
             raise SessionStoreUnavailable(f"redis: {exc}") from exc
 
     async def create(self, record: SessionRecord) -> None:
-        meta, _log, _partial, lease = _keys(record.session_id)
+        meta, _log, _partial, lease, _tools = _keys(record.session_id)
         limits = self.limits
 
         async def run() -> None:
@@ -108,7 +123,7 @@ class RedisSessionStore:
         await self._call(run)
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        meta, _log, partial, lease = _keys(session_id)
+        meta, _log, partial, lease, _tools = _keys(session_id)
 
         async def run() -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -124,12 +139,12 @@ class RedisSessionStore:
         return _record(session_id, fields, partial_text, bool(lease_live))
 
     async def claim(self, session_id: str, owner: str) -> SessionRecord | None:
-        meta, _log, _partial, lease = _keys(session_id)
+        meta, _log, _partial, lease, tools = _keys(session_id)
         limits = self.limits
 
         async def run() -> Any:
             return await self._claim(
-                keys=[meta, lease],
+                keys=[meta, lease, tools],
                 args=[owner, _ms(limits.lease_ttl), _ms(limits.session_ttl)],
             )
 
@@ -199,7 +214,7 @@ class RedisSessionStore:
         return outcome
 
     async def read_log(self, session_id: str, after_seq: int) -> LogSlice:
-        meta, log, _partial, _lease = _keys(session_id)
+        meta, log, _partial, _lease, _tools = _keys(session_id)
 
         async def run() -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -272,6 +287,79 @@ class RedisSessionStore:
 
         return [ResponseUsage.from_json(raw) for raw in await self._call(run)]
 
+    async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
+        if not calls:
+            return
+        meta, _log, _partial, _lease, tools = _keys(session_id)
+        args: list[Any] = [_ms(self.limits.session_ttl)]
+        for call in calls:
+            pending = replace(call, status=ToolCallStatus.PENDING, output=None, error=None)
+            args.append(call.call_id)
+            args.append(_json(pending.to_dict()))
+
+        async def run() -> Any:
+            return await self._add_tool_calls(keys=[meta, tools], args=args)
+
+        await self._call(run)
+
+    async def _settle(
+        self, session_id: str, call_id: str, outcome: dict[str, Any]
+    ) -> tuple[bool, ToolCallRecord] | None:
+        """Run SETTLE_TOOL_CALL: (whether ``outcome`` was written, the call now)."""
+        meta, _log, _partial, _lease, tools = _keys(session_id)
+
+        async def run() -> Any:
+            return await self._settle_tool_call(
+                keys=[meta, tools], args=[_ms(self.limits.session_ttl), call_id, _json(outcome)]
+            )
+
+        settled = await self._call(run)
+        if settled is None:
+            return None
+        written, call, stored = settled
+        return bool(written), _tool_call(call, stored)
+
+    async def apply_tool_result(
+        self, session_id: str, call_id: str, output: str | None, error: str | None
+    ) -> tuple[ToolResultOutcome, ToolCallRecord | None]:
+        outcome = {"status": ToolCallStatus.COMPLETED.value, "output": output, "error": error}
+        settled = await self._settle(session_id, call_id, outcome)
+        if settled is None:
+            return ToolResultOutcome.UNKNOWN, None
+        written, record = settled
+        if written:
+            return ToolResultOutcome.APPLIED, record
+        if record.status is ToolCallStatus.COMPLETED:
+            return ToolResultOutcome.DUPLICATE, record
+        return ToolResultOutcome.CLOSED, record
+
+    async def close_tool_call(self, session_id: str, call_id: str, status: ToolCallStatus) -> bool:
+        check_close_status(status)
+        outcome = {"status": ToolCallStatus(status).value, "output": None, "error": None}
+        settled = await self._settle(session_id, call_id, outcome)
+        return settled is not None and settled[0]
+
+    async def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
+        meta, _log, _partial, _lease, tools = _keys(session_id)
+
+        async def run() -> list[Any]:
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.exists(meta)
+                pipe.hgetall(tools)
+                result: list[Any] = await pipe.execute()
+                return result
+
+        live, fields = await self._call(run)
+        if not live:
+            return []
+        ordered: list[tuple[int, ToolCallRecord]] = []
+        for name, value in fields.items():
+            if name.startswith(b"c:"):
+                order = json.loads(value)[0]
+                ordered.append((int(order), _tool_call(value, fields.get(b"r:" + name[2:]))))
+        ordered.sort(key=lambda item: item[0])
+        return [record for _order, record in ordered]
+
     async def ready(self) -> bool:
         try:
             await self._call(self.redis.ping)
@@ -281,6 +369,18 @@ class RedisSessionStore:
 
     async def close(self) -> None:
         await self.redis.aclose()
+
+
+def _json(data: dict[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _tool_call(call: bytes, outcome: bytes | None) -> ToolCallRecord:
+    """A ledger entry from its stored ``[order, record]`` and outcome, if any."""
+    data: dict[str, Any] = json.loads(call)[1]
+    if outcome is not None:
+        data.update(json.loads(outcome))
+    return ToolCallRecord.from_dict(data)
 
 
 def _seq_of(entry_id: bytes) -> int:

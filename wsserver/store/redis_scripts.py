@@ -8,7 +8,7 @@ write is rejected atomically, never half-applied.
 
 from __future__ import annotations
 
-# KEYS: meta, log, partial, lease
+# KEYS: meta, log, partial, lease, tools
 # ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, max_events, max_bytes,
 #       stream_json, conversation_json ('' = unchanged), partial_reset ('0'|'1'),
 #       partial_append, n, then n pairs (seq, payload)
@@ -47,10 +47,11 @@ if ARGV[11] ~= '' then redis.call('APPEND', KEYS[3], ARGV[11]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 redis.call('PEXPIRE', KEYS[3], ARGV[4])
+redis.call('PEXPIRE', KEYS[5], ARGV[3])
 return 1
 """
 
-# KEYS: meta, lease
+# KEYS: meta, lease, tools
 # ARGV: owner, lease_ttl_ms, meta_ttl_ms
 # Returns {new_epoch, previous_owner_or_empty, previous_lease_live (0|1)} or nil.
 CLAIM = """
@@ -61,12 +62,13 @@ local recorded = redis.call('HGET', KEYS[1], 'owner') or ''
 redis.call('HSET', KEYS[1], 'owner', ARGV[1])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
 local live = 0
 if previous then live = 1 end
 return {epoch, previous or recorded, live}
 """
 
-# KEYS: meta, log, partial, lease
+# KEYS: meta, log, partial, lease, tools
 # ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms
 # Returns 1, -1 (stale) or -2 (gone).
 RENEW = """
@@ -74,17 +76,61 @@ local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch then return -2 end
 if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[5], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
 redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
 return 1
 """
 
-# KEYS: meta, log, partial, lease
+# KEYS: meta, log, partial, lease, tools
 # ARGV: epoch
 REMOVE = """
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch or tonumber(epoch) ~= tonumber(ARGV[1]) then return 0 end
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return 1
+"""
+
+# The tool-call ledger is one hash whose fields are each written once:
+#   n          calls added so far (the creation order)
+#   c:<id>     [order, record JSON as emitted (pending)]
+#   r:<id>     outcome JSON: {"status", "output", "error"}, the result or the close
+# A call is pending while it has no r: field; whoever writes r: first decides
+# how the call ended. The scripts never re-encode JSON (cjson would round
+# created_at to 14 digits), they only store what the worker sent.
+# A ledger whose session record is gone counts as gone.
+
+# KEYS: meta, tools
+# ARGV: ttl_ms, then pairs (call_id, record_json)
+# Returns the number of calls added, or -2 for a session that is gone.
+ADD_TOOL_CALLS = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -2 end
+local added = 0
+for i = 2, #ARGV, 2 do
+  local field = 'c:' .. ARGV[i]
+  if redis.call('HEXISTS', KEYS[2], field) == 0 then
+    local order = redis.call('HINCRBY', KEYS[2], 'n', 1)
+    redis.call('HSET', KEYS[2], field, '[' .. order .. ',' .. ARGV[i + 1] .. ']')
+    added = added + 1
+  end
+end
+if added > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[1]) end
+return added
+"""
+
+# KEYS: meta, tools
+# ARGV: ttl_ms, call_id, outcome_json
+# Ends a pending call with outcome_json (a result, or a close). Returns nil for
+# an unknown call, else {written (0|1), call value, outcome JSON as stored}.
+SETTLE_TOOL_CALL = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
+local call = redis.call('HGET', KEYS[2], 'c:' .. ARGV[2])
+if not call then return nil end
+local field = 'r:' .. ARGV[2]
+local stored = redis.call('HGET', KEYS[2], field)
+if stored then return {0, call, stored} end
+redis.call('HSET', KEYS[2], field, ARGV[3])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return {1, call, ARGV[3]}
 """

@@ -6,14 +6,20 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from redis.crc import key_slot
 
 from protocol.usage import Usage
+from tests.redis_server import free_port
 from wsserver.store.base import (
     AppendBatch,
     ResponseUsage,
     SessionRecord,
     SessionStore,
+    SessionStoreUnavailable,
     StoreLimits,
+    ToolCallRecord,
+    ToolCallStatus,
+    ToolResultOutcome,
     hash_token,
     ledger_totals,
     new_resume_token,
@@ -27,13 +33,23 @@ LIMITS = StoreLimits(
 )
 
 
+def _open(request: pytest.FixtureRequest, limits: StoreLimits) -> SessionStore:
+    if request.param == "memory":
+        return MemorySessionStore(limits)
+    return RedisSessionStore(request.getfixturevalue("redis_url"), limits)
+
+
 @pytest.fixture(params=["memory", "redis"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
-    implementation: SessionStore
-    if request.param == "memory":
-        implementation = MemorySessionStore(LIMITS)
-    else:
-        implementation = RedisSessionStore(request.getfixturevalue("redis_url"), LIMITS)
+    implementation = _open(request, LIMITS)
+    yield implementation
+    await implementation.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def short_lived_store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
+    """A store whose sessions expire within a second."""
+    implementation = _open(request, StoreLimits(resume_window=0.2, session_ttl=0.4, lease_ttl=0.2))
     yield implementation
     await implementation.close()
 
@@ -199,3 +215,233 @@ async def test_usage_ledger_sums_and_survives_removal(store: SessionStore) -> No
     assert totals.output_tokens_delivered == 8
     assert totals.output_tokens_wasted == 5
     assert await store.usage("never") == []
+
+
+def _call(call_id: str, *, arguments: str = '{"city": "Zürich"}') -> ToolCallRecord:
+    return ToolCallRecord(call_id, "resp_1", "get_weather", arguments, created_at=1712345678.123456)
+
+
+def test_tool_call_record_round_trips_through_a_dict() -> None:
+    record = ToolCallRecord(
+        "c1", "r1", "f", "{}", ToolCallStatus.COMPLETED, "42", None, 1712345678.123456
+    )
+    assert ToolCallRecord.from_dict(record.to_dict()) == record
+    assert record.to_dict()["status"] == "completed"
+
+
+async def test_tool_calls_are_listed_in_the_order_added(store: SessionStore) -> None:
+    await store.create(_record())
+    assert await store.tool_calls("s1") == []
+    await store.add_tool_calls("s1", [_call("c2"), _call("c1")])
+    await store.add_tool_calls("s1", [_call("c0", arguments='{"q": "a \\\\"quoted\\\\" /x"}')])
+    calls = await store.tool_calls("s1")
+    assert [call.call_id for call in calls] == ["c2", "c1", "c0"]
+    assert calls[0] == _call("c2"), "every field round-trips, created_at to the microsecond"
+    assert calls[2].arguments == '{"q": "a \\\\"quoted\\\\" /x"}'
+    assert {call.status for call in calls} == {ToolCallStatus.PENDING}
+
+
+async def test_adding_a_call_again_changes_nothing(store: SessionStore) -> None:
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1"), _call("c2")])
+    outcome, _ = await store.apply_tool_result("s1", "c1", "sunny", None)
+    assert outcome is ToolResultOutcome.APPLIED
+    # Re-sent after a reconnect or by a new owner: no reset, no reorder, no new arguments.
+    await store.add_tool_calls(
+        "s1", [_call("c3"), _call("c1", arguments="{}"), _call("c2", arguments="{}")]
+    )
+    # The status of an added record is not taken: a call starts pending.
+    await store.add_tool_calls(
+        "s1", [ToolCallRecord("c4", "resp_1", "f", "{}", ToolCallStatus.COMPLETED, "forged")]
+    )
+    calls = await store.tool_calls("s1")
+    assert [call.call_id for call in calls] == ["c1", "c2", "c3", "c4"]
+    assert (calls[0].status, calls[0].output, calls[0].arguments) == (
+        ToolCallStatus.COMPLETED,
+        "sunny",
+        _call("c1").arguments,
+    )
+    assert calls[1] == _call("c2")
+    assert (calls[3].status, calls[3].output) == (ToolCallStatus.PENDING, None)
+
+
+async def test_a_result_is_applied_once(store: SessionStore) -> None:
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1"), _call("c2")])
+    outcome, record = await store.apply_tool_result("s1", "c1", '{"temp": 21}', None)
+    assert outcome is ToolResultOutcome.APPLIED
+    assert record == ToolCallRecord(
+        "c1",
+        "resp_1",
+        "get_weather",
+        _call("c1").arguments,
+        ToolCallStatus.COMPLETED,
+        '{"temp": 21}',
+        None,
+        1712345678.123456,
+    )
+    outcome, again = await store.apply_tool_result("s1", "c1", "different", "boom")
+    assert outcome is ToolResultOutcome.DUPLICATE
+    assert again == record, "the first result stands"
+    outcome, failed = await store.apply_tool_result("s1", "c2", None, "tool crashed")
+    assert outcome is ToolResultOutcome.APPLIED
+    assert failed is not None and (failed.output, failed.error) == (None, "tool crashed")
+    assert await store.tool_calls("s1") == [record, failed]
+
+
+async def test_results_for_unknown_calls(store: SessionStore) -> None:
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1")])
+    assert await store.apply_tool_result("s1", "nope", "x", None) == (
+        ToolResultOutcome.UNKNOWN,
+        None,
+    )
+    assert await store.apply_tool_result("other", "c1", "x", None) == (
+        ToolResultOutcome.UNKNOWN,
+        None,
+    )
+    assert not await store.close_tool_call("s1", "nope", ToolCallStatus.CANCELLED)
+    assert [call.status for call in await store.tool_calls("s1")] == [ToolCallStatus.PENDING]
+
+
+async def test_a_closed_call_takes_no_result(store: SessionStore) -> None:
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1"), _call("c2"), _call("c3")])
+    assert await store.close_tool_call("s1", "c1", ToolCallStatus.TIMED_OUT)
+    assert not await store.close_tool_call("s1", "c1", ToolCallStatus.CANCELLED)
+    outcome, record = await store.apply_tool_result("s1", "c1", "late", None)
+    assert outcome is ToolResultOutcome.CLOSED
+    assert record is not None
+    assert (record.status, record.output, record.error) == (ToolCallStatus.TIMED_OUT, None, None)
+    assert await store.close_tool_call("s1", "c2", ToolCallStatus.CANCELLED)
+    await store.apply_tool_result("s1", "c3", "done", None)
+    assert not await store.close_tool_call("s1", "c3", ToolCallStatus.CANCELLED)
+    with pytest.raises(ValueError, match="timed_out or cancelled"):
+        await store.close_tool_call("s1", "c3", ToolCallStatus.COMPLETED)
+    statuses = [(call.status, call.output) for call in await store.tool_calls("s1")]
+    assert statuses == [
+        (ToolCallStatus.TIMED_OUT, None),
+        (ToolCallStatus.CANCELLED, None),
+        (ToolCallStatus.COMPLETED, "done"),
+    ]
+
+
+async def test_the_tool_ledger_goes_with_the_session(store: SessionStore) -> None:
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1")])
+    await store.remove("s1", epoch=2)  # a stale owner cannot end it
+    assert len(await store.tool_calls("s1")) == 1
+    await store.remove("s1", epoch=1)
+    assert await store.tool_calls("s1") == []
+    assert (await store.apply_tool_result("s1", "c1", "x", None))[0] is ToolResultOutcome.UNKNOWN
+    # A session that is gone records no calls.
+    await store.add_tool_calls("s1", [_call("c2")])
+    assert await store.tool_calls("s1") == []
+    # Ended by its last batch.
+    await store.create(_record("s2"))
+    await store.add_tool_calls("s2", [_call("c1")])
+    batch = _batch("s2", 1, range(1, 2))
+    batch.remove = True
+    await store.append([batch])
+    assert await store.tool_calls("s2") == []
+
+
+async def test_the_tool_ledger_expires_with_the_session(short_lived_store: SessionStore) -> None:
+    store = short_lived_store
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1")])
+    await asyncio.sleep(0.6)
+    assert await store.tool_calls("s1") == []
+    assert (await store.apply_tool_result("s1", "c1", "x", None))[0] is ToolResultOutcome.UNKNOWN
+    if isinstance(store, RedisSessionStore):
+        assert await store.redis.exists("wss:{s1}:tools") == 0
+
+
+async def test_racing_results_apply_exactly_once(store: SessionStore) -> None:
+    await store.create(_record())
+    await store.add_tool_calls("s1", [_call("c1"), _call("c2")])
+    results = await asyncio.gather(
+        *(store.apply_tool_result("s1", "c1", f"out-{i}", None) for i in range(20))
+    )
+    outcomes = [outcome for outcome, _ in results]
+    assert outcomes.count(ToolResultOutcome.APPLIED) == 1
+    assert outcomes.count(ToolResultOutcome.DUPLICATE) == 19
+    winner = results[outcomes.index(ToolResultOutcome.APPLIED)][1]
+    assert all(record == winner for _, record in results)
+    assert (await store.tool_calls("s1"))[0] == winner
+    # A result racing a timeout: one of them ends the call.
+    applied, closed = await asyncio.gather(
+        store.apply_tool_result("s1", "c2", "late?", None),
+        store.close_tool_call("s1", "c2", ToolCallStatus.TIMED_OUT),
+    )
+    assert (applied[0] is ToolResultOutcome.APPLIED) != closed
+
+
+async def test_workers_racing_on_redis_apply_exactly_once(redis_url: str) -> None:
+    # After a failover two workers (separate clients) may both get the re-sent result.
+    first, second = RedisSessionStore(redis_url, LIMITS), RedisSessionStore(redis_url, LIMITS)
+    try:
+        await first.create(_record())
+        await first.add_tool_calls("s1", [_call("c1")])
+        await second.add_tool_calls("s1", [_call("c1")])
+        results = await asyncio.gather(
+            *(
+                (first if i % 2 else second).apply_tool_result("s1", "c1", f"out-{i}", None)
+                for i in range(40)
+            )
+        )
+        outcomes = [outcome for outcome, _ in results]
+        assert outcomes.count(ToolResultOutcome.APPLIED) == 1
+        assert outcomes.count(ToolResultOutcome.DUPLICATE) == 39
+        assert len({record for _, record in results}) == 1
+    finally:
+        await first.close()
+        await second.close()
+
+
+async def test_redis_tool_ledger_keys(redis_url: str) -> None:
+    store = RedisSessionStore(redis_url, LIMITS)
+    try:
+        await store.create(_record())
+        key = "wss:{s1}:tools"
+        assert await store.redis.exists(key) == 0
+        await store.add_tool_calls("s1", [_call("c1"), _call("c2")])
+        ttl_ms = LIMITS.session_ttl * 1000
+        assert ttl_ms - 1000 < await store.redis.pttl(key) <= ttl_ms
+        # Records and ledger share a slot, so the scripts run on Redis Cluster.
+        assert key_slot(key.encode()) == key_slot(b"wss:{s1}:meta")
+        # The ledger's TTL follows the record's: refreshed by renewals and writes.
+        await store.redis.pexpire(key, 5000)
+        assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
+        assert await store.redis.pttl(key) > ttl_ms - 1000
+        await store.redis.pexpire(key, 5000)
+        await store.append([_batch("s1", 1, range(1, 2))])
+        assert await store.redis.pttl(key) > ttl_ms - 1000
+        await store.redis.pexpire(key, 5000)
+        assert await store.claim("s1", "worker-b") is not None
+        assert await store.redis.pttl(key) > ttl_ms - 1000
+        await store.redis.pexpire(key, 5000)
+        await store.apply_tool_result("s1", "c1", "x", None)
+        assert await store.redis.pttl(key) > ttl_ms - 1000
+        await store.remove("s1", 2)
+        assert await store.redis.exists(key) == 0
+        # Nothing is written for a session that is gone.
+        await store.add_tool_calls("s1", [_call("c3")])
+        assert await store.redis.exists(key) == 0
+    finally:
+        await store.close()
+
+
+async def test_redis_tool_ledger_reports_an_unreachable_store() -> None:
+    store = RedisSessionStore(f"redis://127.0.0.1:{free_port()}/0", LIMITS, timeout=0.2)
+    try:
+        with pytest.raises(SessionStoreUnavailable):
+            await store.add_tool_calls("s1", [_call("c1")])
+        with pytest.raises(SessionStoreUnavailable):
+            await store.apply_tool_result("s1", "c1", "x", None)
+        with pytest.raises(SessionStoreUnavailable):
+            await store.close_tool_call("s1", "c1", ToolCallStatus.CANCELLED)
+        with pytest.raises(SessionStoreUnavailable):
+            await store.tool_calls("s1")
+    finally:
+        await store.close()
