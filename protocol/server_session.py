@@ -33,7 +33,7 @@ from protocol.events import (
 from protocol.outbox import Outbox
 from protocol.partial_json import PartialJson, PartialJsonError
 from protocol.replay import ReplayBuffer
-from protocol.tool_loop import ToolCallState, ToolLoop, result_text
+from protocol.tool_loop import CallState, ToolCallState, ToolLoop, result_text
 from protocol.usage import Usage
 
 
@@ -377,13 +377,18 @@ class ServerSession:
         return [c for c in calls if c.state.value == "emitted"]
 
     def _record_round(self, response: ResponseState, text: str) -> None:
-        calls = tuple(c.as_call() for c in self.tools.emitted(response.id, response.generations))
-        if response.calls_in_history or not calls:
+        emitted = self.tools.emitted(response.id, response.generations)
+        if response.calls_in_history or not emitted:
             if text:
                 self.conversation.add("assistant", text)
             return
-        self.conversation.append(Turn("assistant", text, calls))
+        self.conversation.append(Turn("assistant", text, tuple(c.as_call() for c in emitted)))
         response.calls_in_history = True
+        # Results that came while the engine was still writing later calls.
+        for call in emitted:
+            if call.state is CallState.ANSWERED:
+                text = result_text(call.output, call.error)
+                self.conversation.append(Turn("tool", text, (), call.call_id))
 
     def add_tool_result(self, call_id: str, output: Any, error: str | None) -> bool:
         """A result the store applied; returns whether its waiting response may go on."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import threading
 from typing import Any
 
 from wsserver.client import ClientError, SessionClient, SessionClosed
+from wsserver.demo_tools import DEMO_TOOLS
 
 
 def stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
@@ -39,6 +41,12 @@ def _print_event(event: dict[str, Any], verbose: bool) -> None:
             f"delivered {usage.get('output_tokens_delivered', 0)}]",
             flush=True,
         )
+    elif kind == "response.tool_call":
+        print(f"\n[tool call {event['name']} {json.dumps(event['arguments'])}]", flush=True)
+    elif kind == "tool.result.accepted":
+        print(f"[tool result sent for {event['call_id']}]", flush=True)
+    elif kind == "response.output_json.done":
+        print(f"\n[json {json.dumps(event['value'])}]", flush=True)
     elif kind == "response.truncated":
         print(f"\n[truncated: {event.get('reason')}]", flush=True)
     elif kind == "error":
@@ -53,6 +61,7 @@ async def run_chat(args: argparse.Namespace) -> int:
         instructions=args.instructions,
         max_output_tokens=args.max_output_tokens,
         open_timeout=args.open_timeout,
+        tools=DEMO_TOOLS if args.tools else None,
     )
     try:
         await client.open()

@@ -89,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
     chat.add_argument(
+        "--tools",
+        action="store_true",
+        help="declare a demo tool set (get_weather, get_time) and answer the model's calls "
+        "from it; try: wsserver chat --tools 'weather in Paris and Oslo?'",
+    )
+    chat.add_argument(
         "--audio-in",
         metavar="FILE.wav",
         default=None,

@@ -17,6 +17,14 @@ events (``audio`` holds PCM16). Report playback with
 at real-time speed and report by itself. Input chunks the server may not have
 got before a drop (the last second) are sent again after the resume; the server
 ignores those it already has.
+
+Tools: declare them with ``tools=`` or :meth:`SessionClient.register_tool`
+(with a handler, sync or async, it runs each call once and sends the result;
+the response then goes on by itself). ``response.tool_call`` events still reach
+the application, which may answer with :meth:`SessionClient.send_tool_result`.
+Structured output: ``create_response(..., response_format=...)``; partial
+objects arrive as ``response.output_json.delta`` events and the final one in
+``ResponseResult.output_json``.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from protocol.client_session import TRUNCATED, ClientSession, ClientState, Seque
 from protocol.codes import ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
 from protocol.errors import ProtocolError
+from wsserver.client_tools import ToolBox, ToolHandler
 from wsserver.client_types import Backoff, ClientError, ResponseResult, SessionClosed
 from wsserver.microphone import Microphone
 from wsserver.playback import RealtimePlayer
@@ -63,6 +72,8 @@ class SessionClient:
         audio: dict[str, Any] | None = None,
         simulate_playback: bool = False,
         playback_report_interval: float = 0.1,
+        tools: dict[str, ToolHandler] | None = None,
+        run_tools: bool = True,
     ) -> None:
         self.urls: tuple[str, ...] = (url,) if isinstance(url, str) else tuple(url)
         if not self.urls:
@@ -98,6 +109,12 @@ class SessionClient:
         )
         self.playback_report_interval = playback_report_interval
         self._reporter: asyncio.Task[None] | None = None
+        self.toolbox = ToolBox()
+        """Declared tools and their handlers (``tools=`` or :meth:`register_tool`)."""
+        for name, handler in (tools or {}).items():
+            self.toolbox.register(name, handler, **_describe_handler(handler))
+        self.run_tools = run_tools
+        self._tool_tasks: set[asyncio.Task[None]] = set()
 
     # -- lifecycle -------------------------------------------------------
 
@@ -185,14 +202,23 @@ class SessionClient:
         await self.send({"type": "input.text", "text": text})
 
     async def create_response(
-        self, text: str | None = None, *, max_output_tokens: int | None = None
+        self,
+        text: str | None = None,
+        *,
+        max_output_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
     ) -> None:
-        """Start a response, adding ``text`` as a user turn first when given."""
+        """Start a response, adding ``text`` as a user turn first when given.
+
+        ``response_format``: a JSON Schema the answer must match (structured output).
+        """
         message: dict[str, Any] = {"type": "response.create"}
         if text is not None:
             message["input"] = text
         if max_output_tokens is not None:
             message["max_output_tokens"] = max_output_tokens
+        if response_format is not None:
+            message["response_format"] = {"type": "json_schema", "schema": response_format}
         await self.send(message)
 
     async def continue_response(
@@ -306,6 +332,57 @@ class SessionClient:
         task = asyncio.get_running_loop().create_task(report())
         task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
 
+    # -- tools ---------------------------------------------------------------
+
+    async def register_tool(
+        self,
+        name: str,
+        handler: ToolHandler | None = None,
+        *,
+        description: str = "",
+        parameters: dict[str, Any] | None = None,
+    ) -> None:
+        """Declare a tool (JSON Schema ``parameters``); on an open session, update it."""
+        self.toolbox.register(name, handler, description=description, parameters=parameters)
+        if self.state.session_id is not None:
+            await self.send({"type": "session.update", "tools": self.toolbox.declarations()})
+
+    async def send_tool_result(
+        self, call_id: str, output: Any = None, *, error: str | None = None
+    ) -> None:
+        """Answer a ``response.tool_call`` yourself (resent after a reconnect if unseen)."""
+        message: dict[str, Any] = {"type": "tool.result", "call_id": call_id, "output": output}
+        if error is not None:
+            message["error"] = error
+        self.toolbox.unacknowledged[call_id] = message
+        await self.send(message)
+
+    def _on_tool_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "response.tool_call" and self.run_tools and self.toolbox.claim(event):
+            self._spawn_tool(event)
+        elif kind == "tool.result.accepted":
+            self.toolbox.acknowledged(event["call_id"])
+
+    def _spawn_tool(self, call: dict[str, Any]) -> None:
+        async def run() -> None:
+            message = await self.toolbox.run(call)
+            with contextlib.suppress(ClientError):
+                await self.send(message)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tool_tasks.add(task)
+        task.add_done_callback(self._tool_tasks.discard)
+
+    async def _after_ready(self, ws: ClientConnection, ready: dict[str, Any]) -> None:
+        """Results the server may not have, and pending calls that never ran here."""
+        for message in list(self.toolbox.unacknowledged.values()):
+            await ws.send(self.codec.encode(message))
+        for call in ready.get("pending_tool_calls", []):
+            unsent = call["call_id"] not in self.toolbox.unacknowledged
+            if unsent and self.run_tools and self.toolbox.claim(call):
+                self._spawn_tool(call)
+
     async def ping(self, request_id: str | None = None) -> None:
         """Application-level ping; the server answers ``pong``."""
         message: dict[str, Any] = {"type": "ping"}
@@ -349,6 +426,10 @@ class SessionClient:
             elif kind == "response.audio.delta":
                 audio.append(event["audio"])
                 continue
+            elif kind == "response.tool_call":
+                result.tool_calls.append(event)
+            elif kind == "response.output_json.done":
+                result.output_json = event["value"]
             elif kind in ("response.done", TRUNCATED):
                 result.events.append(event)
                 result.response_id = event.get("response_id", result.response_id)
@@ -360,9 +441,17 @@ class SessionClient:
                 return result
             result.events.append(event)
 
-    async def ask(self, text: str, *, max_output_tokens: int | None = None) -> ResponseResult:
-        """Send a user turn, start a response and wait for it to end."""
-        await self.create_response(text, max_output_tokens=max_output_tokens)
+    async def ask(
+        self,
+        text: str,
+        *,
+        max_output_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> ResponseResult:
+        """Send a user turn, start a response and wait for it to end (tools run meanwhile)."""
+        await self.create_response(
+            text, max_output_tokens=max_output_tokens, response_format=response_format
+        )
         return await self.collect_response()
 
     # -- connection loop -------------------------------------------------
@@ -412,6 +501,7 @@ class SessionClient:
                             else None
                         ),
                         audio=self.audio,
+                        tools=self.toolbox.declarations(),
                     )
                 )
                 await ws.send(self.codec.encode(first))
@@ -470,6 +560,7 @@ class SessionClient:
                     # Resent before new chunks may go out, or those would overtake it.
                     await self._resend_audio(ws, event)
                     self._on_ready(event)
+                    await self._after_ready(ws, event)
                 elif event.get("type") == "error" and self._refused(event):
                     # session.start or session.resume was refused for now (store down):
                     # this connection carries no session; retry with backoff.
@@ -477,6 +568,7 @@ class SessionClient:
                     await ws.close(1000, "refused")
                     return False
                 self._play(event)
+                self._on_tool_event(event)
                 self._events.put_nowait(event)
             if self.state.state is ClientState.CLOSED:
                 # Resume was refused: the session cannot go on.
@@ -550,3 +642,11 @@ def _close_code(ws: ClientConnection | None) -> int | None:
         if rcvd is not None:
             return int(rcvd.code)
     return 1006
+
+
+def _describe_handler(handler: ToolHandler) -> dict[str, Any]:
+    """A tool's description and parameters from its handler's attributes, if it has them."""
+    return {
+        "description": getattr(handler, "description", None) or (handler.__doc__ or "").strip(),
+        "parameters": getattr(handler, "parameters", None),
+    }

@@ -28,6 +28,10 @@ class ResponseResult:
     """Every event of the response except audio chunks (those are in ``audio``)."""
     audio: bytes = b""
     """The response's audio (PCM16 at the session's rate), when it had any."""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    """The ``response.tool_call`` events of the response."""
+    output_json: Any = None
+    """The final structured output (``response.output_json.done``), when asked for."""
 
 
 @dataclass(frozen=True, slots=True)

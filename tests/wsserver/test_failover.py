@@ -308,3 +308,62 @@ async def test_voice_session_moves_with_its_audio(start_worker: Any) -> None:
             committed = event
     assert committed["duration_ms"] >= 100
     await client.close()
+
+
+WEATHER_TOOL: dict[str, Any] = {
+    "name": "get_weather",
+    "description": "current weather of a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+
+
+async def _stored_turns(redis_url: str, session_id: str) -> list[Any]:
+    """The conversation as the shared store holds it (what any next owner starts from)."""
+    from protocol.conversation import Turn
+    from protocol.snapshot import ConversationSnapshot
+    from wsserver.store.base import StoreLimits
+    from wsserver.store.factory import open_store
+
+    store = open_store(redis_url, StoreLimits())
+    try:
+        record = await store.get(session_id)
+    finally:
+        await store.close()
+    assert record is not None
+    return [Turn.from_wire(t) for t in ConversationSnapshot.from_dict(record.conversation).turns]
+
+
+async def test_pending_tool_call_moves_to_another_worker(start_worker: Any, redis_url: str) -> None:
+    """A call emitted on A, the client cut off and resumed on B: B knows the call from the
+    store's ledger (listed as pending), applies its result once, and the conversation
+    keeps the call and its result; the response lost with A ends failed."""
+    a, b = start_worker("a"), start_worker("b")
+    first = await RawClient.connect(a.url)
+    ready = await first.start(tools=[WEATHER_TOOL])
+    session_id = ready["session_id"]
+    await first.send({"type": "response.create", "input": "what is the weather in Paris?"})
+    call = await first.until("response.tool_call")
+    assert call["arguments"] == {"city": "Paris"}
+    first.abort()
+
+    second = await RawClient.connect(b.url)
+    await second.resume(ready, call["seq"])
+    resumed = await second.until("session.ready")
+    print(resumed)
+    output = {"temp_c": 19, "sky": "overcast"}
+    await second.send({"type": "tool.result", "call_id": call["call_id"], "output": output})
+    await second.until("tool.result.accepted")
+    await second.send({"type": "tool.result", "call_id": call["call_id"], "output": output})
+    await second.until("tool.result.accepted")
+    print(second.seen)
+    print(await _stored_turns(redis_url, session_id))
+    await second.send({"type": "response.create", "input": "thanks"})
+    await second.until("response.done")
+    print(second.seen)
+    await second.send({"type": "response.create"})
+    print(await second.recv())
+    await second.close()

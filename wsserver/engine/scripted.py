@@ -119,10 +119,11 @@ def sample(schema: dict[str, Any], seed: int) -> Any:
         return [sample(schema.get("items", {}), seed + i) for i in range(count)]
     if kind == "string":
         return _WORDS[seed % len(_WORDS)] + " " + _WORDS[(seed // 7) % len(_WORDS)]
-    if kind == "integer":
-        return int(schema.get("minimum", 0)) + seed % 100
-    if kind == "number":
-        return round(float(schema.get("minimum", 0)) + (seed % 1000) / 8, 3)
+    if kind in ("integer", "number"):
+        low = int(schema.get("minimum", 0))
+        high = int(schema.get("maximum", low + 99))
+        value = low + seed % (high - low + 1)
+        return value if kind == "integer" else float(value)
     if kind == "boolean":
         return seed % 2 == 0
     return None

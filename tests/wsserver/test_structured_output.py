@@ -1,0 +1,227 @@
+"""Structured output over real sockets: ``response_format`` with a JSON Schema.
+
+The answer streams as text, and as it grows the server parses it and shows
+provisional values (``response.output_json.delta``), each one a value the final
+document can still grow into. When the engine stops, the whole document is
+validated against the schema: ``response.output_json.done`` with the value,
+then ``response.done`` completed; or, when it does not match, a failed response
+with reason ``invalid_output`` and no ``done`` value.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.wire import RawClient, text_of
+from wsserver.server import WorkerServer
+
+FLAT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "count": {"type": "integer"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["name", "count", "tags"],
+}
+
+NESTED: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "title": {"type": "string"},
+        "status": {"enum": ["draft", "review", "published"]},
+        "pages": {"type": "integer", "minimum": 1, "maximum": 500},
+        "public": {"type": "boolean"},
+        "authors": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "age": {"type": "integer", "minimum": 18, "maximum": 99},
+                    "lead": {"type": "boolean"},
+                    "role": {"enum": ["writer", "editor"]},
+                    "rating": {"type": "number"},
+                },
+                "required": ["name", "age", "lead", "role"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["title", "status", "pages", "public", "authors"],
+    "additionalProperties": False,
+}
+
+TOP_LEVEL_ARRAY: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+}
+
+
+# -- helpers -----------------------------------------------------------------
+
+
+async def open_session(server: WorkerServer) -> RawClient:
+    client = await RawClient.connect(url_of(server))
+    await client.start()
+    return client
+
+
+def structured(prompt: str, schema: dict[str, Any], request_id: str | None = None) -> dict:
+    message: dict[str, Any] = {
+        "type": "response.create",
+        "input": prompt,
+        "response_format": {"type": "json_schema", "schema": schema},
+    }
+    if request_id is not None:
+        message["id"] = request_id
+    return message
+
+
+async def read_response(client: RawClient) -> list[dict[str, Any]]:
+    """Every message up to and including the next ``response.done``."""
+    start = len(client.seen)
+    await client.until("response.done", timeout=15.0)
+    return client.seen[start:]
+
+
+def of_type(messages: list[dict[str, Any]], msg_type: str) -> list[dict[str, Any]]:
+    return [m for m in messages if m.get("type") == msg_type]
+
+
+def consistent(partial: Any, final: Any) -> bool:
+    """Whether a provisional value can grow into ``final`` (nothing shown disappears)."""
+    if partial is None:
+        return True  # nothing parsed yet reads as None
+    if isinstance(partial, dict):
+        return isinstance(final, dict) and all(
+            k in final and consistent(v, final[k]) for k, v in partial.items()
+        )
+    if isinstance(partial, list):
+        return (
+            isinstance(final, list)
+            and len(partial) <= len(final)
+            and all(consistent(p, f) for p, f in zip(partial, final, strict=False))
+        )
+    if isinstance(partial, str):
+        return isinstance(final, str) and final.startswith(partial)
+    if isinstance(partial, bool) or isinstance(final, bool):
+        return partial is final
+    if isinstance(partial, int | float):
+        # A number cut in the middle reads as its longest valid prefix (12 of 123).
+        return isinstance(final, int | float) and json.dumps(final).startswith(json.dumps(partial))
+    return bool(partial == final)
+
+
+def check_structured_response(messages: list[dict[str, Any]], schema: dict[str, Any]) -> Any:
+    """The common contract of a completed structured response; returns the final value."""
+    done = messages[-1]
+    assert done["type"] == "response.done"
+    assert done["status"] == "completed", done
+    finals = of_type(messages, "response.output_json.done")
+    assert len(finals) == 1
+    final = finals[0]
+    assert final["response_id"] == done["response_id"]
+    assert final["seq"] < done["seq"], "the value comes before the response ends"
+    value = final["value"]
+    jsonschema.validate(value, schema)
+    # The text the client saw is the document itself.
+    assert json.loads(text_of(messages)) == value
+    provisional = of_type(messages, "response.output_json.delta")
+    assert provisional, "values are shown while the document grows"
+    previous: Any = None
+    for delta in provisional:
+        assert delta["provisional"] is True
+        assert delta["response_id"] == done["response_id"]
+        assert delta["seq"] < final["seq"]
+        assert consistent(delta["value"], value), (delta["value"], value)
+        assert consistent(previous, delta["value"]), (previous, delta["value"])
+        assert delta["value"] != previous, "a delta is sent only when the value changed"
+        previous = delta["value"]
+    assert provisional[-1]["value"] == value
+    seqs = [m["seq"] for m in messages if "seq" in m]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    usage = done["usage"]
+    assert usage["output_tokens_generated"] == usage["output_tokens_delivered"] > 0
+    return value
+
+
+# -- tests -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schema", [FLAT, NESTED, TOP_LEVEL_ARRAY], ids=["flat", "nested", "array"])
+async def test_provisional_values_grow_into_a_valid_document(
+    start_server: StartServer, schema: dict[str, Any]
+) -> None:
+    """Provisional values are consistent with the final, which matches the schema."""
+    server = await start_server()
+    client = await open_session(server)
+    await client.send(structured("describe it as json", schema))
+    messages = await read_response(client)
+    value = check_structured_response(messages, schema)
+    if schema is NESTED:
+        assert value["authors"] and all(isinstance(a["lead"], bool) for a in value["authors"])
+    await client.close()
+
+
+async def test_each_response_validates_against_its_own_schema(start_server: StartServer) -> None:
+    """Two structured responses and a plain one in one session: each follows its request."""
+    server = await start_server()
+    client = await open_session(server)
+    await client.send(structured("first", FLAT))
+    check_structured_response(await read_response(client), FLAT)
+    await client.send({"type": "response.create", "input": "now just talk"})
+    plain = await read_response(client)
+    assert plain[-1]["status"] == "completed"
+    assert of_type(plain, "response.output_json.delta") == []
+    assert of_type(plain, "response.output_json.done") == []
+    await client.send(structured("second", NESTED))
+    check_structured_response(await read_response(client), NESTED)
+    await client.close()
+
+
+async def test_invalid_response_format_schema(start_server: StartServer) -> None:
+    """A schema that is not a JSON Schema: ``invalid_schema`` and no response at all."""
+    server = await start_server()
+    client = await open_session(server)
+    bad = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
+    await client.send(structured("json please", bad, request_id="rf-1"))
+    error = await client.until("error")
+    assert (error["code"], error["request_id"]) == ("invalid_schema", "rf-1")
+    assert of_type(client.seen, "response.created") == []
+    session = next(iter(server.sessions.values())).session
+    assert session.active is None
+    assert [t.role for t in session.conversation.turns] == [], "the input was not taken"
+    # The session goes on: a valid request right after is answered, from the start.
+    await client.send(structured("json please", FLAT))
+    messages = await read_response(client)
+    created = of_type(messages, "response.created")
+    assert len(created) == 1
+    check_structured_response(messages, FLAT)
+    assert of_type(client.seen, "response.done") == [messages[-1]]
+    await client.close()
+
+
+async def test_output_that_misses_the_schema_fails(start_server: StartServer) -> None:
+    """The engine's document misses a constraint (too short a string): the response fails
+    with ``invalid_output`` and never reports a final value."""
+    server = await start_server()
+    client = await open_session(server)
+    schema = {
+        "type": "object",
+        "properties": {"code": {"type": "string", "minLength": 40}},
+        "required": ["code"],
+    }
+    await client.send(structured("a long code", schema))
+    messages = await read_response(client)
+    done = messages[-1]
+    assert (done["status"], done["reason"]) == ("failed", "invalid_output")
+    assert "schema" in done["error"]["message"]
+    assert of_type(messages, "response.output_json.done") == []
+    await client.close()

@@ -1,0 +1,92 @@
+"""The SDK's side of the tool loop: handlers, results sent once, resent if unseen.
+
+A handler runs at most once per call id: its result is kept until the server
+acknowledges it (``tool.result.accepted``), and sent again after a reconnect if
+the acknowledgement never came; the server applies it once either way. Calls a
+resumed session announces as pending (``session.ready`` ``pending_tool_calls``)
+run if they never ran here, or get their kept result again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+ToolHandler = Callable[..., Any] | Callable[..., Awaitable[Any]]
+"""Called with the call's arguments as keyword arguments; returns any JSON value."""
+
+_KEPT_RESULTS = 256
+
+
+class ToolBox:
+    """Declared tools, their handlers, and the results not yet acknowledged."""
+
+    def __init__(self) -> None:
+        self.specs: dict[str, dict[str, Any]] = {}
+        self.handlers: dict[str, ToolHandler] = {}
+        self.unacknowledged: dict[str, dict[str, Any]] = {}
+        """Call id → the ``tool.result`` sent and not yet acknowledged."""
+        self.started: OrderedDict[str, None] = OrderedDict()
+        """Calls whose handler ran or runs here (never twice)."""
+
+    def register(
+        self,
+        name: str,
+        handler: ToolHandler | None,
+        *,
+        description: str = "",
+        parameters: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """Declare a tool (and how to run it); returns its spec."""
+        spec = {
+            "name": name,
+            "description": description,
+            "parameters": parameters or {"type": "object"},
+        }
+        self.specs[name] = spec
+        if handler is not None:
+            self.handlers[name] = handler
+        return spec
+
+    def declarations(self) -> list[dict[str, Any]] | None:
+        """The tools for ``session.start`` (``None`` when there are none)."""
+        return list(self.specs.values()) or None
+
+    def claim(self, call: dict[str, Any]) -> bool:
+        """Whether this call should run here now (a handler exists, it never ran)."""
+        call_id = call["call_id"]
+        if call.get("name") not in self.handlers or call_id in self.started:
+            return False
+        self.started[call_id] = None
+        while len(self.started) > _KEPT_RESULTS:
+            self.started.popitem(last=False)
+        return True
+
+    async def run(self, call: dict[str, Any]) -> dict[str, Any]:
+        """Run a call's handler; the ``tool.result`` message to send."""
+        handler = self.handlers[call["name"]]
+        arguments = call.get("arguments") or {}
+        message: dict[str, Any] = {"type": "tool.result", "call_id": call["call_id"]}
+        try:
+            if inspect.iscoroutinefunction(handler):
+                output = await handler(**arguments)
+            else:
+                # A blocking tool must not stall the connection's reader and heartbeats.
+                output = await asyncio.to_thread(handler, **arguments)
+        except Exception as exc:  # the model is told the tool failed, with why
+            log.warning("tool %s failed: %s", call["name"], exc)
+            message["error"] = f"{type(exc).__name__}: {exc}"
+        else:
+            message["output"] = output
+        self.unacknowledged[call["call_id"]] = message
+        return message
+
+    def acknowledged(self, call_id: str) -> None:
+        """The server has the result (applied now or before)."""
+        self.unacknowledged.pop(call_id, None)
