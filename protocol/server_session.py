@@ -119,6 +119,8 @@ class ResponseState:
     """Parses the text of a response that asked for structured output."""
     output_schema: dict[str, Any] | None = None
     """The JSON Schema that output must match."""
+    tool_retries: int = 0
+    """Times the engine was asked to write an invalid call again."""
     output_json_shown: Any = None
     """The provisional value last sent (``response.output_json.delta``)."""
 
@@ -389,6 +391,15 @@ class ServerSession:
             if call.state is CallState.ANSWERED:
                 text = result_text(call.output, call.error)
                 self.conversation.append(Turn("tool", text, (), call.call_id))
+
+    def reject_tool_call(self, response: ResponseState, call_id: str, message: str) -> None:
+        """An invalid call and why, in the history, for the engine's next attempt."""
+        call = self.tools.calls[call_id]
+        text = response.generated_text()[response.segment_start :]
+        self.conversation.append(Turn("assistant", text, (call.as_call(),)))
+        error = result_text(None, f"invalid_arguments: {message}")
+        self.conversation.append(Turn("tool", error, (), call_id))
+        response.segment_start = response.generated_chars
 
     def add_tool_result(self, call_id: str, output: Any, error: str | None) -> bool:
         """A result the store applied; returns whether its waiting response may go on."""

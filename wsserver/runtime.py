@@ -127,6 +127,8 @@ class RuntimeContext:
     audio_limits: AudioInputLimits = _DEFAULT_AUDIO_LIMITS
     tool_timeout: float = 60.0
     """Seconds an emitted tool call waits for its result."""
+    tool_retries: int = 0
+    """Times the engine writes a call again after invalid arguments (0: the response fails)."""
 
 
 class SessionRuntime:
@@ -169,7 +171,11 @@ class SessionRuntime:
         self._recreate_task: asyncio.Task[None] | None = None
         self.closed = False
         timeout_ms = session.limits.tool_timeout_ms
-        self.tools = ToolRunner(self, timeout_ms / 1000 if timeout_ms else context.tool_timeout)
+        self.tools = ToolRunner(
+            self,
+            timeout_ms / 1000 if timeout_ms else context.tool_timeout,
+            context.tool_retries,
+        )
         self.voice: VoiceChannel | None = None
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
@@ -426,6 +432,14 @@ class SessionRuntime:
         """End a response ``failed`` (engine aborted first), saying why in its done."""
         self._stop(response, ResponseStatus.FAILED, reason=reason)
         self.session.annotate_done(response, error=error)
+
+    def restart_round(self, response: ResponseState) -> None:
+        """Abort the running engine request and make a new one from the history."""
+        generation = self._generation
+        if generation is not None:
+            generation.abort()
+            self._generation = None
+        self.generate(response)
 
     def end_waiting(self, response: ResponseState, status: ResponseStatus, reason: str) -> None:
         """End a response that waits for tool results (no engine request runs)."""

@@ -81,6 +81,7 @@ class WorkerServer:
             vad=self.settings.vad,
             audio_limits=self.settings.audio_limits(),
             tool_timeout=self.settings.tool_timeout,
+            tool_retries=self.settings.tool_retries,
         )
 
     @property

@@ -116,6 +116,13 @@ class Settings(BaseModel):
     tool_timeout: float = Field(
         60.0, gt=0, description="seconds an emitted tool call waits for its result"
     )
+    tool_retries: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="times the engine is asked to write a tool call again after invalid "
+        "arguments (0: the response fails with invalid_tool_arguments)",
+    )
     audio_max_turn_ms: int = Field(
         60_000, ge=1000, description="longest uncommitted spoken turn in milliseconds"
     )

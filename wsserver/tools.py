@@ -6,6 +6,10 @@ in the history; it ends with one ``response.done`` like any other. Results are
 applied through the session store's ledger, atomically, so a result sent
 twice, or to another worker after a failover, is applied once.
 
+Invalid arguments never reach the client as a call: the response fails
+(``invalid_tool_arguments``), or, with ``--tool-retries``, the engine is told
+why and writes the call again (``response.tool_call.rejected`` first).
+
 Interrupt or cancel: calls whose arguments were still streaming are dropped
 (listed in ``response.done``); calls already emitted stay pending, and their
 results are still recorded (ledger and history) when they come.
@@ -21,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
-from protocol.events import TOOL_CALL_CLOSED, TOOL_RESULT_ACCEPTED
+from protocol.events import TOOL_CALL_CLOSED, TOOL_CALL_REJECTED, TOOL_RESULT_ACCEPTED
 from protocol.messages import ToolResult
 from protocol.server_session import ResponseState, ResponseStatus
 from protocol.tool_loop import CallState, ToolArgumentsInvalid, ToolCallState
@@ -42,11 +46,13 @@ log = logging.getLogger(__name__)
 class ToolRunner:
     """Tool calls of one session on this worker."""
 
-    __slots__ = ("_ledger_writes", "_runtime", "_timer", "timeout")
+    __slots__ = ("_ledger_writes", "_runtime", "_timer", "retries", "timeout")
 
-    def __init__(self, runtime: SessionRuntime, timeout: float) -> None:
+    def __init__(self, runtime: SessionRuntime, timeout: float, retries: int = 0) -> None:
         self._runtime = runtime
         self.timeout = timeout
+        self.retries = retries
+        """Times the engine is asked again for a call whose arguments were invalid."""
         self._ledger_writes: dict[str, asyncio.Task[None]] = {}
         """Call id → its pending ledger write (a result waits for it)."""
         self._timer: asyncio.TimerHandle | None = None
@@ -66,18 +72,26 @@ class ToolRunner:
         try:
             call = session.emit_tool_call(response, fragment.call_id)
         except ToolArgumentsInvalid as invalid:
-            # Never a half-valid call: the response fails and says why.
-            self._runtime.fail_response(
-                response,
-                "invalid_tool_arguments",
-                error={
-                    "call_id": invalid.call_id,
-                    "name": invalid.name,
-                    "message": invalid.message,
-                },
-            )
+            self._invalid(response, invalid)
             return
         self._record(call)
+
+    def _invalid(self, response: ResponseState, invalid: ToolArgumentsInvalid) -> None:
+        """Never a half-valid call: ask the engine again (if allowed), else fail."""
+        error = {"call_id": invalid.call_id, "name": invalid.name, "message": invalid.message}
+        runtime = self._runtime
+        if response.tool_retries >= self.retries:
+            runtime.fail_response(response, "invalid_tool_arguments", error=error)
+            return
+        response.tool_retries += 1
+        session = runtime.session
+        session.push_event(
+            TOOL_CALL_REJECTED,
+            {"response_id": response.id, **error, "retry": response.tool_retries},
+        )
+        # The engine sees its call and why it was refused, and writes it again.
+        session.reject_tool_call(response, invalid.call_id, invalid.message)
+        runtime.restart_round(response)
 
     def _record(self, call: ToolCallState) -> None:
         record = ToolCallRecord(

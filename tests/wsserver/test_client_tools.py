@@ -139,3 +139,31 @@ def test_chat_answers_tool_calls_from_its_demo_tools() -> None:
     assert '[tool call get_weather {"city": "Paris"}]' in result.stdout
     assert '"city": "Paris", "temperature_c"' in result.stdout
     assert "[completed;" in result.stdout
+
+
+async def test_invalid_arguments_are_retried_when_the_server_allows_it(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(decode_rate=200, tool_retries=1)
+    calls: list[str] = []
+    async with SessionClient(url_of(server), tools={"get_weather": weather_tool(calls)}) as client:
+        result = await client.ask("weather in Paris, with bad arguments")
+    assert result.status == "completed"
+    rejected = [e for e in result.events if e["type"] == "response.tool_call.rejected"]
+    assert len(rejected) == 1 and rejected[0]["retry"] == 1
+    assert "do not match its schema" in rejected[0]["message"]
+    # Only the valid call reached the handler, once.
+    assert calls == ["Paris"]
+    assert [c["arguments"] for c in result.tool_calls] == [{"city": "Paris"}]
+
+
+async def test_without_retries_invalid_arguments_fail_the_response(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(decode_rate=200)
+    calls: list[str] = []
+    async with SessionClient(url_of(server), tools={"get_weather": weather_tool(calls)}) as client:
+        result = await client.ask("weather in Paris, with bad arguments")
+    assert (result.status, result.reason) == ("failed", "invalid_tool_arguments")
+    assert result.events[-1]["error"]["name"] == "get_weather"
+    assert calls == [] and result.tool_calls == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -10,10 +11,14 @@ from typing import Any
 
 import pytest
 
+from protocol.conversation import Turn
+from protocol.snapshot import ConversationSnapshot
 from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import RedisServer
 from tests.wsserver.wire import RawClient
 from wsserver.client import Backoff, SessionClient, SessionClosed
+from wsserver.store.base import StoreLimits
+from wsserver.store.factory import open_store
 
 PROMPT = "tell me about failover"
 FAST = ("--decode-rate", "100", "--answer-tokens", "300", "--store-flush-ms", "5")
@@ -321,13 +326,8 @@ WEATHER_TOOL: dict[str, Any] = {
 }
 
 
-async def _stored_turns(redis_url: str, session_id: str) -> list[Any]:
+async def _stored_turns(redis_url: str, session_id: str) -> list[Turn]:
     """The conversation as the shared store holds it (what any next owner starts from)."""
-    from protocol.conversation import Turn
-    from protocol.snapshot import ConversationSnapshot
-    from wsserver.store.base import StoreLimits
-    from wsserver.store.factory import open_store
-
     store = open_store(redis_url, StoreLimits())
     try:
         record = await store.get(session_id)
@@ -337,33 +337,121 @@ async def _stored_turns(redis_url: str, session_id: str) -> list[Any]:
     return [Turn.from_wire(t) for t in ConversationSnapshot.from_dict(record.conversation).turns]
 
 
-async def test_pending_tool_call_moves_to_another_worker(start_worker: Any, redis_url: str) -> None:
-    """A call emitted on A, the client cut off and resumed on B: B knows the call from the
-    store's ledger (listed as pending), applies its result once, and the conversation
-    keeps the call and its result; the response lost with A ends failed."""
+async def _stored_turns_when(
+    redis_url: str, session_id: str, condition: Any, timeout: float = 15.0
+) -> list[Turn]:
+    """The stored conversation once ``condition(turns)`` holds (bounded wait)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        turns = await _stored_turns(redis_url, session_id)
+        if condition(turns):
+            return turns
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"stored conversation never matched: {turns}")
+        await asyncio.sleep(0.05)
+
+
+async def _read_until(client: RawClient, condition: Any, timeout: float = 20.0) -> None:
+    """Read until ``condition(client.seen)`` holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition(client.seen):
+        await client.recv(max(0.01, deadline - asyncio.get_running_loop().time()))
+
+
+async def _pending_call_moved(
+    start_worker: Any,
+) -> tuple[RawClient, RawClient, dict[str, Any], dict[str, Any]]:
+    """A call emitted on A; the client cut off from A resumes on B (a takeover).
+
+    Returns (the client's first connection, its connection to B, the first
+    ``session.ready``, the call event).
+    """
     a, b = start_worker("a"), start_worker("b")
     first = await RawClient.connect(a.url)
     ready = await first.start(tools=[WEATHER_TOOL])
-    session_id = ready["session_id"]
     await first.send({"type": "response.create", "input": "what is the weather in Paris?"})
     call = await first.until("response.tool_call")
     assert call["arguments"] == {"city": "Paris"}
     first.abort()
-
     second = await RawClient.connect(b.url)
     await second.resume(ready, call["seq"])
     resumed = await second.until("session.ready")
-    print(resumed)
+    assert resumed["resumed"] is True
+    assert b.stats()["store"]["takeovers"] == 1
+    # B knows the call from the store's ledger, though it never ran the response.
+    assert resumed["pending_tool_calls"] == [
+        {
+            "response_id": call["response_id"],
+            "call_id": call["call_id"],
+            "name": "get_weather",
+            "arguments": {"city": "Paris"},
+        }
+    ]
+    return first, second, ready, call
+
+
+async def test_pending_tool_call_moves_to_another_worker(start_worker: Any, redis_url: str) -> None:
+    """A call emitted on A, the client cut off and resumed on B: B lists the call as
+    pending (from the store's ledger), applies its result once, and the conversation
+    keeps it; the response lost with A ends failed, and the session goes on on B."""
+    first, second, ready, call = await _pending_call_moved(start_worker)
     output = {"temp_c": 19, "sky": "overcast"}
-    await second.send({"type": "tool.result", "call_id": call["call_id"], "output": output})
+    tool_result = {"type": "tool.result", "call_id": call["call_id"], "output": output}
+    await second.send(tool_result)
+    response_id = call["response_id"]
+
+    def lost_done(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [m for m in seen if m["type"] == "response.done" and m["response_id"] == response_id]
+
+    def accepted(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [m for m in seen if m["type"] == "tool.result.accepted"]
+
+    await _read_until(second, lambda seen: lost_done(seen) and accepted(seen))
+    assert [(m["call_id"], m["duplicate"]) for m in accepted(second.seen)] == [
+        (call["call_id"], False)
+    ]
+    done = lost_done(first.seen + second.seen)
+    assert len(done) == 1, "one response.done for the lost response"
+    assert done[0]["status"] == "failed"
+    assert done[0]["reason"] in ("session_moved", "worker_lost")
+    # Re-sent (as a client unsure it arrived would): acknowledged, not applied again.
+    await second.send(tool_result)
+    await _read_until(second, lambda seen: len(accepted(seen)) == 2)
+    assert accepted(second.seen)[1]["duplicate"] is True
+    _assert_gap_free([m for m in first.seen + second.seen if "seq" in m])
+    # The shared store's conversation has the result, once, after the call.
+    turns = await _stored_turns_when(
+        redis_url, ready["session_id"], lambda ts: any(t.role == "tool" for t in ts)
+    )
+    results = [t for t in turns if t.role == "tool"]
+    assert [(t.tool_call_id, json.loads(t.text)) for t in results] == [(call["call_id"], output)]
+    index = turns.index(results[0])
+    assert call["call_id"] in [c.call_id for c in turns[index - 1].tool_calls]
+    # B serves the session from here on.
+    await second.send({"type": "response.create", "input": "and tomorrow?"})
+    done_next = await second.until("response.done")
+    assert done_next["status"] == "completed"
+    assert done_next["response_id"] != response_id
+    await second.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="takeover records the lost response's tool-call round a second time: "
+    "end_lost_response -> _record_history re-adds the assistant turn that the restored "
+    "conversation already has (restored response: calls_in_history False, generations 0 "
+    "matches the adopted calls' round 0)",
+)
+async def test_takeover_keeps_one_assistant_turn_per_call(
+    start_worker: Any, redis_url: str
+) -> None:
+    """After a takeover the call appears in exactly one assistant turn of the history."""
+    _, second, ready, call = await _pending_call_moved(start_worker)
+    await second.send({"type": "tool.result", "call_id": call["call_id"], "output": 1})
     await second.until("tool.result.accepted")
-    await second.send({"type": "tool.result", "call_id": call["call_id"], "output": output})
-    await second.until("tool.result.accepted")
-    print(second.seen)
-    print(await _stored_turns(redis_url, session_id))
-    await second.send({"type": "response.create", "input": "thanks"})
-    await second.until("response.done")
-    print(second.seen)
-    await second.send({"type": "response.create"})
-    print(await second.recv())
+    turns = await _stored_turns_when(
+        redis_url, ready["session_id"], lambda ts: any(t.role == "tool" for t in ts)
+    )
+    naming = [t for t in turns if call["call_id"] in [c.call_id for c in t.tool_calls]]
+    assert len(naming) == 1, turns
     await second.close()

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import jsonschema
+import pytest
 
 from protocol.encoding import MSGPACK_SUBPROTOCOL
 from protocol.tool_loop import CallState
@@ -50,7 +51,7 @@ LEDGER: dict[str, Any] = {
     "description": "a form with many fields",
     "parameters": {
         "type": "object",
-        "properties": {f"field_{i:02d}": {"type": "string"} for i in range(40)},
+        "properties": {f"field_{i:02d}": {"type": "string"} for i in range(16)},
     },
 }
 
@@ -204,7 +205,12 @@ async def test_parallel_calls_one_continuation(start_server: StartServer) -> Non
     assert len(of_type(client.seen, "response.done")) == 1
     assert_gap_free(client.seen[1:])
     usage = done["usage"]
-    assert usage["output_tokens_generated"] == usage["output_tokens_delivered"] > 0
+    assert usage["output_tokens_generated"] == usage["output_tokens_delivered"]
+    # Both rounds count: every argument fragment and every text delta is at least a token.
+    tokens_seen = len(of_type(client.seen, "response.tool_call.delta")) + len(
+        of_type(client.seen, "response.text.delta")
+    )
+    assert usage["output_tokens_generated"] >= tokens_seen
     assert [t.tool_call_id for t in tool_turns(server, ready["session_id"])] == [
         c["call_id"] for c in calls
     ]
@@ -214,25 +220,25 @@ async def test_parallel_calls_one_continuation(start_server: StartServer) -> Non
 async def test_result_while_the_round_still_streams(start_server: StartServer) -> None:
     """A client that runs each call at once: the first result arrives while the engine
     still writes the second call. Both results must reach the continuation."""
-    # Slow enough that the second call's arguments are still streaming when the
-    # first result is applied (they take several decode steps).
-    server = await start_server(decode_rate=20.0)
-    client, ready = await open_session(server, tools=[WEATHER])
-    outputs = {"Paris": {"temp_c": 21}, "London": {"temp_c": 14}}
-    messages, calls = await run_loop(client, PARIS_AND_LONDON, outputs)
-    assert len(calls) == 2
+    # The second call's arguments take hundreds of decode steps: the first result is
+    # applied long before they are complete.
+    server = await start_server(decode_rate=50.0)
+    client, ready = await open_session(server, tools=[WEATHER, LEDGER])
+    outputs = {"Paris": {"temp_c": 21}, "fill_form": {"saved": 40}}
+    messages, calls = await run_loop(client, PARIS + " Then call fill_form.", outputs)
+    assert [c["name"] for c in calls] == ["get_weather", "fill_form"]
     first_accepted = of_type(messages, "tool.result.accepted")[0]
-    second_call_seq = calls[1]["seq"]
-    # The scenario this test is about really happened (not a guess about timing).
-    assert first_accepted["seq"] < second_call_seq
+    assert first_accepted["call_id"] == calls[0]["call_id"]
+    # The scenario this test is about really happened (checked, not assumed).
+    assert first_accepted["seq"] < calls[1]["seq"]
     done = messages[-1]
     assert done["status"] == "completed"
     answer = text_of(messages)
     assert json.dumps(outputs["Paris"]) in answer
-    assert json.dumps(outputs["London"]) in answer
-    assert sorted(t.tool_call_id for t in tool_turns(server, ready["session_id"])) == sorted(
-        c["call_id"] for c in calls
-    )
+    assert json.dumps(outputs["fill_form"]) in answer
+    turns = server.sessions[ready["session_id"]].session.conversation.turns
+    assert [t.role for t in turns] == ["user", "assistant", "tool", "tool", "assistant"]
+    assert [t.tool_call_id for t in turns[2:4]] == [c["call_id"] for c in calls]
     await client.close()
 
 
@@ -412,6 +418,86 @@ async def test_timeout_closes_the_call(start_server: StartServer) -> None:
     assert (error["code"], error["request_id"]) == ("tool_call_closed", "too-late")
     assert tool_turns(server, ready["session_id"]) == []
     assert of_type(client.seen, "tool.result.accepted") == []
+    await client.close()
+
+
+async def test_timeout_closes_only_the_unanswered_call(start_server: StartServer) -> None:
+    """Two calls, one answered: only the other is closed; its answered sibling stays applied."""
+    server = await start_server()
+    client, ready = await open_session(server, tools=[WEATHER], settings={"tool_timeout_ms": 300})
+    await client.send({"type": "response.create", "input": PARIS_AND_LONDON})
+    paris, london = await wait_for_calls(client, 2)
+    await client.send(result(paris["call_id"], {"temp_c": 21}))
+    messages = await collect_until(client, "response.done")
+    closed = of_type(client.seen, "response.tool_call.closed")
+    assert [c["call_id"] for c in closed] == [london["call_id"]]
+    done = messages[-1]
+    assert (done["status"], done["reason"]) == ("incomplete", "tool_timeout")
+    assert [t.tool_call_id for t in tool_turns(server, ready["session_id"])] == [paris["call_id"]]
+    await client.send(result(paris["call_id"], {"temp_c": 21}))
+    assert (await client.until("tool.result.accepted"))["duplicate"] is True
+    await client.send(result(london["call_id"], {"temp_c": 9}, request_id="late"))
+    error = await client.until("error")
+    assert (error["code"], error["request_id"]) == ("tool_call_closed", "late")
+    await client.close()
+
+
+async def test_cancel_while_arguments_stream(start_server: StartServer) -> None:
+    """``response.cancel`` mid-arguments drops the call like an interrupt does."""
+    server = await start_server(decode_rate=50.0)
+    client, ready = await open_session(server, tools=[LEDGER])
+    await client.send({"type": "response.create", "input": "call fill_form"})
+    first = await client.until("response.tool_call.delta")
+    await client.send({"type": "response.cancel"})
+    done = await client.until("response.done")
+    assert done["status"] == "cancelled"
+    assert done["dropped_tool_calls"] == [first["call_id"]]
+    assert of_type(client.seen, "response.tool_call") == []
+    assert await server.store.tool_calls(ready["session_id"]) == []
+    await client.close()
+
+
+async def test_tool_error_reaches_the_model(start_server: StartServer) -> None:
+    """A result with ``error`` instead of an output: recorded and quoted as an error."""
+    server = await start_server()
+    client, ready = await open_session(server, tools=[WEATHER])
+    await client.send({"type": "response.create", "input": PARIS})
+    call = (await collect_until(client, "response.tool_call"))[-1]
+    await client.send({"type": "tool.result", "call_id": call["call_id"], "error": "no network"})
+    messages = await collect_until(client, "response.done")
+    assert messages[-1]["status"] == "completed"
+    assert '{"error": "no network"}' in text_of(messages)
+    (turn,) = tool_turns(server, ready["session_id"])
+    assert json.loads(turn.text) == {"error": "no network"}
+    await client.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a result for a call of an ended response becomes a tool turn, but nothing can "
+    "answer it: response.create without input is refused with nothing_to_answer "
+    "(Conversation.awaiting_answer only looks for a user turn), and response.continue "
+    "is refused with cannot_continue",
+)
+async def test_result_after_interrupt_can_be_answered(start_server: StartServer) -> None:
+    """After an interrupted tool response and its late result, ``response.create`` (no new
+    input) answers from the result."""
+    server = await start_server()
+    client, _ = await open_session(server, tools=[WEATHER])
+    await client.send({"type": "response.create", "input": PARIS})
+    call = (await collect_until(client, "response.tool_call"))[-1]
+    await client.send({"type": "response.interrupt"})
+    await client.until("response.done")
+    await client.send(result(call["call_id"], {"temp_c": 8}))
+    await client.until("tool.result.accepted")
+    await client.send({"type": "response.create", "id": "answer-it"})
+    start = len(client.seen)
+    while client.seen[-1]["type"] not in ("response.done", "error"):
+        await client.recv()
+    messages = client.seen[start:]
+    assert of_type(messages, "error") == []
+    assert messages[-1]["status"] == "completed"
+    assert '{"temp_c": 8}' in text_of(messages)
     await client.close()
 
 

@@ -6,7 +6,7 @@ Deterministic scripts, so tests and demos know what comes:
   calls a declared ``get_weather`` tool once per city, ``{"city": "Paris"}``;
 * "call <tool>" calls that declared tool with arguments made from its schema;
 * "bad arguments" makes the call's arguments miss the schema (a string field
-  gets a number), to exercise validation;
+  gets a number), to exercise validation; told why (a retry), it writes them right;
 * after tool results, the answer quotes them;
 * with a response format, the answer is a JSON document made from the schema.
 
@@ -37,6 +37,10 @@ def script_for(request: GenerationRequest, seed: int) -> list[OutputChunk] | Non
     prompt = request.prompt
     last = prompt[-1] if prompt else None
     if last is not None and last.role == "tool":
+        if "invalid_arguments" in last.text:
+            # Told its call was invalid: write the calls of the user's turn again, right.
+            asked = next(t for t in reversed(prompt) if t.role == "user")
+            return _calls_for(asked.text, request, seed, careful=True)
         return _quote_results(prompt)
     if request.response_format is not None:
         document = json.dumps(sample(request.response_format, seed))
@@ -48,7 +52,9 @@ def script_for(request: GenerationRequest, seed: int) -> list[OutputChunk] | Non
     return None
 
 
-def _calls_for(text: str, request: GenerationRequest, seed: int) -> list[OutputChunk]:
+def _calls_for(
+    text: str, request: GenerationRequest, seed: int, *, careful: bool = False
+) -> list[OutputChunk]:
     tools = {t["name"]: t for t in request.tools}
     wanted: list[tuple[str, Any]] = []
     weather = _WEATHER.search(text)
@@ -57,7 +63,7 @@ def _calls_for(text: str, request: GenerationRequest, seed: int) -> list[OutputC
     for name in _CALL.findall(text):
         if name in tools:
             wanted.append((name, sample(tools[name].get("parameters", {}), seed)))
-    if "bad arguments" in text:
+    if "bad arguments" in text and not careful:
         wanted = [(name, _break(args)) for name, args in wanted]
     chunks: list[OutputChunk] = []
     for index, (name, arguments) in enumerate(wanted):
