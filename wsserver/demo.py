@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from wsserver.client import SessionClient
+from wsserver.demo_tools import get_weather
 from wsserver.engine.synthetic_voice import SyntheticVoice
 
 _RATE = 16000
@@ -52,8 +53,19 @@ async def run_demo(url: str) -> None:
                     flush=True,
                 )
                 break
+    await _tools_demo(url)
     await _voice_demo(url)
     print("--- demo done ---", flush=True)
+
+
+async def _tools_demo(url: str) -> None:
+    """A tool loop: the model calls a tool, the SDK runs it, the answer goes on."""
+    print("\nuser: what is the weather in Paris and Oslo? (with a weather tool)", flush=True)
+    async with SessionClient(url, tools={"get_weather": get_weather}) as client:
+        result = await client.ask("what is the weather in Paris and Oslo?")
+        for call in result.tool_calls:
+            print(f"  [tool call {call['name']} {call['arguments']}]", flush=True)
+        print(f"assistant: {result.text}\n  -> status {result.status}", flush=True)
 
 
 async def _voice_demo(url: str) -> None:

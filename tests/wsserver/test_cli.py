@@ -151,6 +151,7 @@ def test_serve_demo_shows_every_feature_and_keeps_serving() -> None:
         assert "--- demo done ---" in output, output
         assert "status interrupted" in output
         assert "reconnects 1" in output
+        assert "[tool call get_weather {'city': 'Oslo'}]" in output
         assert "resp_1: interrupted (speech)" in output
         assert "resp_2: completed" in output
         assert process.poll() is None, "the server stopped after the demo"
