@@ -81,8 +81,8 @@ class Conversation:
 
     @property
     def awaiting_answer(self) -> bool:
-        """Whether the last turn is a user turn nobody answered yet."""
-        return bool(self.turns) and self.turns[-1].role == "user"
+        """Whether the last turn is a user turn or a tool result nobody answered yet."""
+        return bool(self.turns) and self.turns[-1].role in ("user", "tool")
 
     def prompt(self) -> list[Turn]:
         """The turns to send to an engine, instructions first."""

@@ -219,7 +219,9 @@ class SessionManager:
             log.warning("tool calls of %s unavailable at takeover", runtime.session_id)
             return
         for record in records:
-            call = ToolCallState(record.call_id, record.name, record.response_id)
+            # Round -1: the old owner's rounds are over; their calls are in the history
+            # already (or were lost with it), never recorded again here.
+            call = ToolCallState(record.call_id, record.name, record.response_id, round=-1)
             call.text = [record.arguments]
             call.arguments = json.loads(record.arguments)
             if record.status is ToolCallStatus.PENDING:

@@ -15,7 +15,6 @@ import json
 from typing import Any
 
 import jsonschema
-import pytest
 
 from protocol.encoding import MSGPACK_SUBPROTOCOL
 from protocol.tool_loop import CallState
@@ -472,13 +471,6 @@ async def test_tool_error_reaches_the_model(start_server: StartServer) -> None:
     await client.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a result for a call of an ended response becomes a tool turn, but nothing can "
-    "answer it: response.create without input is refused with nothing_to_answer "
-    "(Conversation.awaiting_answer only looks for a user turn), and response.continue "
-    "is refused with cannot_continue",
-)
 async def test_result_after_interrupt_can_be_answered(start_server: StartServer) -> None:
     """After an interrupted tool response and its late result, ``response.create`` (no new
     input) answers from the result."""
