@@ -218,7 +218,8 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
         ErrorCodeInfo(
             "nothing_to_answer",
             Disposition.TERMINAL,
-            "response.create without input while the conversation has no user turn to answer",
+            "response.create without input while the conversation has no user turn or tool "
+            "result to answer",
         ),
         ErrorCodeInfo(
             "unknown_session",
@@ -293,7 +294,7 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
         ErrorCodeInfo(
             "tool_call_closed",
             Disposition.TERMINAL,
-            "tool.result for a call that timed out or was cancelled; the result is not applied",
+            "tool.result for a call that timed out; the result is not applied",
         ),
         ErrorCodeInfo(
             "invalid_schema",

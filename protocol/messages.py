@@ -31,7 +31,7 @@ class SessionSettings(BaseModel):
 
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     tool_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] | None = None
-    """How long an emitted tool call waits for its result (default: the server's)."""
+    """How long a response waits for its tool results (default: the server's)."""
 
 
 class ToolSpec(BaseModel):
@@ -101,7 +101,7 @@ class SessionStart(_Message):
 
 
 class SessionUpdate(_Message):
-    """Replace the session's tools (from the next response on)."""
+    """Replace the session's tools (the next engine request, or round, sees them)."""
 
     type: Literal["session.update"]
     tools: Annotated[list[ToolSpec], Field(max_length=MAX_TOOLS)]

@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections import deque
 from typing import TypeVar
 
-from protocol.events import AudioDelta, Event, TextDelta
+from protocol.events import OUTPUT_JSON_DELTA, TOOL_CALL_DELTA, AudioDelta, Event, TextDelta
 
 MAX_MERGED_BYTES = 16 * 1024
 """A merged delta stops growing here, so one frame (and one replay entry) stays small."""
 _Delta = TypeVar("_Delta", TextDelta, AudioDelta)
+_PROVISIONAL = frozenset({TOOL_CALL_DELTA, OUTPUT_JSON_DELTA})
+"""Events a stopped response's client never needs: partial arguments and partial JSON."""
 
 MAX_MERGED_AUDIO_BYTES = 64 * 1024
 """A merged audio chunk stops growing here (2 s at 16 kHz)."""
@@ -105,7 +107,8 @@ class Outbox:
         kept: deque[Event] = deque()
         dropped = 0
         for event in self._queue:
-            if isinstance(event, TextDelta | AudioDelta) and event.response_id == response_id:
+            provisional = isinstance(event, TextDelta | AudioDelta) or event.type in _PROVISIONAL
+            if provisional and event.response_id == response_id:
                 dropped += event.tokens
                 self.nbytes -= event.size
             else:

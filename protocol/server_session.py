@@ -375,6 +375,8 @@ class ServerSession:
         """The engine stopped for its calls: the round's text and calls join the history."""
         calls = self.tools.emitted(response.id, response.generations)
         self._record_round(response, response.generated_text()[response.segment_start :])
+        # That text is in the history now; an end while waiting must not add it again.
+        response.segment_start = response.generated_chars
         response.waiting_for_tools = True
         return [c for c in calls if c.state.value == "emitted"]
 

@@ -192,16 +192,27 @@ async def _serve_async(settings: Settings, *, demo: bool) -> int:
         flush=True,
     )
     stop = asyncio.Event()
+    force = asyncio.Event()
+
+    def on_signal() -> None:
+        # The first signal drains; a second one cuts the wait short.
+        (force if stop.is_set() else stop).set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
     if demo:
         await run_demo(url)
         print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
     await stop.wait()
-    print("shutting down", flush=True)
-    await server.stop()
+    print(
+        f"draining: running responses get up to {settings.drain_timeout:g} s, then clients "
+        "reconnect elsewhere (a second signal forces)",
+        flush=True,
+    )
+    await server.drain(settings.drain_timeout, force)
+    print("stopped", flush=True)
     return 0
 
 

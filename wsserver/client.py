@@ -169,6 +169,14 @@ class SessionClient:
         """The URL the next connection goes to."""
         return self.urls[self._url_index % len(self.urls)]
 
+    def _connect_url(self) -> str:
+        """The URL to connect to; a resume names its session, so a router finds its owner."""
+        session_id = self.state.session_id
+        if session_id is None:
+            return self.url
+        separator = "&" if "?" in self.url else "?"
+        return f"{self.url}{separator}session_id={session_id}"
+
     @property
     def session_id(self) -> str | None:
         """The session's id once ready."""
@@ -351,7 +359,12 @@ class SessionClient:
         self, call_id: str, output: Any = None, *, error: str | None = None
     ) -> None:
         """Answer a ``response.tool_call`` yourself (resent after a reconnect if unseen)."""
-        message: dict[str, Any] = {"type": "tool.result", "call_id": call_id, "output": output}
+        message: dict[str, Any] = {
+            "type": "tool.result",
+            "call_id": call_id,
+            "output": output,
+            "id": call_id,
+        }
         if error is not None:
             message["error"] = error
         self.toolbox.unacknowledged[call_id] = message
@@ -363,6 +376,9 @@ class SessionClient:
             self._spawn_tool(event)
         elif kind == "tool.result.accepted":
             self.toolbox.acknowledged(event["call_id"])
+        elif kind == "error" and event.get("code") in ("tool_call_closed", "unknown_tool_call"):
+            # Refused for good: sending it again after a reconnect would change nothing.
+            self.toolbox.acknowledged(str(event.get("request_id")))
 
     def _spawn_tool(self, call: dict[str, Any]) -> None:
         async def run() -> None:
@@ -483,7 +499,7 @@ class SessionClient:
         got_ready = False
         try:
             async with connect(
-                self.url,
+                self._connect_url(),
                 subprotocols=[Subprotocol(self.subprotocol)],
                 compression=None,
                 open_timeout=self.open_timeout,

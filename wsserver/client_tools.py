@@ -72,7 +72,12 @@ class ToolBox:
         """Run a call's handler; the ``tool.result`` message to send."""
         handler = self.handlers[call["name"]]
         arguments = call.get("arguments") or {}
-        message: dict[str, Any] = {"type": "tool.result", "call_id": call["call_id"]}
+        # The call id doubles as the request id: a refusal names it, and it is not resent.
+        message: dict[str, Any] = {
+            "type": "tool.result",
+            "call_id": call["call_id"],
+            "id": call["call_id"],
+        }
         try:
             if inspect.iscoroutinefunction(handler):
                 output = await handler(**arguments)

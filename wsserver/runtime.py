@@ -502,6 +502,13 @@ class SessionRuntime:
             self.session.flush()
             self.persist()
 
+    def stop_running(self, reason: str) -> None:
+        """End the running response ``incomplete`` (a drain ran out of time)."""
+        active = self.session.active
+        if active is not None:
+            self._stop(active, ResponseStatus.INCOMPLETE, reason=reason)
+            self.persist()
+
     def end_lost_response(self, response: ResponseState, reason: str) -> None:
         """End a response whose worker is gone, with the usage the store had."""
         self.session.end_response(response, ResponseStatus.FAILED, reason=reason)

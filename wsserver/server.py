@@ -124,6 +124,36 @@ class WorkerServer:
         sockname: tuple[str, int] = next(iter(self._server.sockets)).getsockname()
         return sockname[1]
 
+    async def drain(self, timeout: float, force: asyncio.Event | None = None) -> None:
+        """The shutdown sequence of a deploy (SIGTERM), step by step:
+
+        1. draining: ``/readyz`` says 503, the registry says draining, new connections
+           and new sessions are refused (HTTP 503, close 1013) so they go elsewhere;
+        2. running responses finish, up to ``timeout`` seconds (or until ``force``);
+        3. every client is told to reconnect (close 1012) and resumes on another worker;
+        4. the last writes reach the store, then :meth:`stop`.
+        """
+        self.draining = True
+        log.info("draining: up to %.0f s for %d running responses", timeout, self._running())
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        # Responses end in many ways (engine, interrupt, cancel, expiry); a 50 ms poll
+        # for the few seconds of a drain is simpler than a signal from each of them.
+        forced = force if force is not None else asyncio.Event()
+        while self._running() and loop.time() < deadline and not forced.is_set():  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        for runtime in list(self.sessions.values()):
+            # Ended here, explicitly and continuable, rather than lost with the worker.
+            runtime.stop_running("worker_draining")
+        for connection in list(self.connections):
+            connection.close(CloseCode.SERVICE_RESTART, "service restart: resume elsewhere")
+        # Numbered events of the departed clients go to the store for the new owners.
+        await self.persister.flush()
+        await self.stop()
+
+    def _running(self) -> int:
+        return sum(1 for r in self.sessions.values() if r.session.active is not None)
+
     async def stop(self) -> None:
         """Shutdown: stop accepting, close clients with 1001, persist, stop the engine."""
         if self._server is None:
@@ -164,8 +194,21 @@ class WorkerServer:
         finally:
             self.connections.discard(connection)
 
+    @property
+    def full(self) -> bool:
+        """Whether this worker is at its session limit."""
+        limit = self.settings.max_sessions
+        return limit > 0 and len(self.sessions) >= limit
+
     async def open_session(self, connection: Connection, message: SessionStart) -> None:
-        """Create a session and bind it to the connection."""
+        """Create a session and bind it to the connection (or refuse: draining, full)."""
+        if self.draining or self.full:
+            # Another worker should take it: a resumable code with a retry hint.
+            why = "draining" if self.draining else "at capacity"
+            connection.close(
+                CloseCode.TRY_AGAIN_LATER, f"worker {why}; retry_after_ms={_RETRY_AFTER_MS}"
+            )
+            return
         try:
             runtime, token = await self.manager.open(message)
         except ProtocolViolation as violation:
@@ -251,7 +294,17 @@ class WorkerServer:
     async def _process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
-        path = request.path.split("?", 1)[0]
+        path, _, query = request.path.partition("?")
+        if request.headers.get("Upgrade", "").lower() == "websocket":
+            # Refuse before the upgrade, so a router can place the connection elsewhere.
+            resuming = "session_id=" in query or "X-Wsserver-Session" in request.headers
+            if self.draining or (self.full and not resuming):
+                return _json_response(
+                    HTTPStatus.SERVICE_UNAVAILABLE,
+                    {"error": "draining" if self.draining else "at capacity"},
+                    retry_after=_RETRY_AFTER_MS // 1000 or 1,
+                )
+            return None
         if path == "/healthz":
             return _json_response(HTTPStatus.OK, {"status": "ok"})
         if path == "/readyz":
@@ -317,9 +370,17 @@ def _select_subprotocol(connection: ServerConnection, offered: Any) -> Any:
     return None
 
 
-def _json_response(status: HTTPStatus, body: dict[str, Any]) -> Response:
+_RETRY_AFTER_MS = 1000
+"""The retry hint a refusing worker gives (close 1013 reason, HTTP Retry-After)."""
+
+
+def _json_response(
+    status: HTTPStatus, body: dict[str, Any], *, retry_after: int | None = None
+) -> Response:
     payload = json.dumps(body).encode()
     headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    if retry_after is not None:
+        headers["Retry-After"] = str(retry_after)
     return Response(status.value, status.phrase, headers, payload)
 
 

@@ -113,8 +113,27 @@ class Settings(BaseModel):
         "'silero' (needs the silero extra: pip install onnxruntime && "
         "pip install --no-deps silero-vad)",
     )
+    advertise_url: str = Field(
+        "",
+        description="the ws:// URL routers use to reach this worker (default: ws://HOST:PORT)",
+    )
+    max_sessions: int = Field(
+        0, ge=0, description="sessions this worker takes before refusing new ones (0 = no limit)"
+    )
+    drain_timeout: float = Field(
+        25.0,
+        ge=0,
+        description="on SIGTERM, seconds running responses may finish before clients are "
+        "told to reconnect elsewhere (close 1012)",
+    )
+    registry_interval: float = Field(
+        2.0, gt=0, description="seconds between this worker's entries in the worker registry"
+    )
     tool_timeout: float = Field(
-        60.0, gt=0, description="seconds an emitted tool call waits for its result"
+        60.0,
+        gt=0,
+        description="seconds a response waits for the results of its tool calls (counted "
+        "from the end of the round that made them)",
     )
     tool_retries: int = Field(
         0,
