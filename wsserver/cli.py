@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wsserver.chat import run_chat
+from wsserver.router_cli import add_router_parser, run_router
 from wsserver.demo import run_demo
 from wsserver.settings import ENV_PREFIX, Settings
 from wsserver.usage_command import print_usage
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --audio-in: the server finds the turn (server_vad), or the end of the file "
         "commits it (manual)",
     )
+    add_router_parser(commands)
     usage = commands.add_parser(
         "usage",
         help="print a session's usage ledger",
@@ -147,6 +149,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "router":
+        return run_router(args)
     if args.command == "usage":
         return _run(print_usage(args))
     if args.audio_in is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from wsserver.connection import Connection
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
 from wsserver.persistence import Persister
+from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry
 from wsserver.runtime import Departure, RuntimeContext, SessionRuntime
 from wsserver.sessions import SessionManager
 from wsserver.settings import Settings
@@ -64,6 +66,7 @@ class WorkerServer:
         self.manager = SessionManager(self.store, self._runtime_context, settings.limits())
         self.connections: set[Connection] = set()
         self.draining = False
+        self.registry: WorkerRegistry | None = None
         self._server: Server | None = None
         self._loops: list[asyncio.Task[None]] = []
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -116,6 +119,14 @@ class WorkerServer:
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
             asyncio.create_task(self._lease_loop(), name="leases"),
         ]
+        if self.store.shared:
+            # Routers find workers in the same Redis as the sessions.
+            self.registry = WorkerRegistry(
+                settings.store,
+                ttl=settings.registry_interval * 3,
+                timeout=settings.store_timeout,
+            )
+            self._loops.append(asyncio.create_task(self._registry_loop(), name="registry"))
 
     @property
     def port(self) -> int:
@@ -134,6 +145,10 @@ class WorkerServer:
         4. the last writes reach the store, then :meth:`stop`.
         """
         self.draining = True
+        if self.registry is not None:
+            # Routers stop placing new sessions here at once, not at the next interval.
+            with contextlib.suppress(RegistryUnavailable):
+                await self.registry.publish(self.worker_info())
         log.info("draining: up to %.0f s for %d running responses", timeout, self._running())
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
@@ -169,6 +184,11 @@ class WorkerServer:
         for loop_task in self._loops:
             loop_task.cancel()
         await asyncio.gather(*self._loops, return_exceptions=True)
+        if self.registry is not None:
+            with contextlib.suppress(RegistryUnavailable):
+                await self.registry.withdraw(self.worker_id)
+            await self.registry.close()
+            self.registry = None
         await self.engine.close()
         await self.store.close()
         self._server = None
@@ -282,6 +302,31 @@ class WorkerServer:
                             HEARTBEAT, server_time_ms=now_ms, last_seq=runtime.session.last_seq
                         )
                     )
+
+    @property
+    def advertise_url(self) -> str:
+        """How routers reach this worker."""
+        return self.settings.advertise_url or f"ws://{self.settings.host}:{self.port}"
+
+    def worker_info(self) -> WorkerInfo:
+        """This worker's entry in the registry."""
+        return WorkerInfo(
+            worker_id=self.worker_id,
+            url=self.advertise_url,
+            capacity=self.settings.max_sessions,
+            sessions=len(self.sessions),
+            draining=self.draining,
+            updated_at=time.time(),
+        )
+
+    async def _registry_loop(self) -> None:
+        # Expires by itself three intervals after the last entry: a killed worker
+        # disappears from routers' lists without anyone cleaning up.
+        assert self.registry is not None
+        while True:
+            with contextlib.suppress(RegistryUnavailable):
+                await self.registry.publish(self.worker_info())
+            await asyncio.sleep(self.settings.registry_interval)
 
     async def _lease_loop(self) -> None:
         # Renew well before the lease runs out, so a live owner never looks dead.

@@ -119,3 +119,46 @@ async def test_a_full_worker_refuses_new_sessions_with_a_retry_hint(workers: Any
     assert (await again.until("session.ready"))["resumed"] is True
     # Full is still ready: resumes are served.
     assert a.get("/readyz")[0] == 200
+
+
+async def test_workers_announce_themselves_in_the_registry(workers: Any, redis_url: str) -> None:
+    from wsserver.registry import WorkerRegistry
+
+    registry = WorkerRegistry(redis_url, ttl=3.0)
+    a = workers(
+        "a",
+        *("--registry-interval", "0.2", "--max-sessions", "50", "--drain-timeout", "30"),
+        *("--decode-rate", "20", "--answer-tokens", "100"),
+    )
+    try:
+        entries: list[Any] = []
+
+        async def entry() -> Any:
+            found = next((w for w in await registry.live() if w.worker_id == "a"), None)
+            entries.append(found)
+            return found
+
+        await eventually_async(lambda: entry(), lambda e: e is not None)
+        assert (entries[-1].url, entries[-1].capacity, entries[-1].draining) == (a.url, 50, False)
+        client = await RawClient.connect(a.url)
+        await client.start()
+        await client.send({"type": "response.create", "input": "a five second answer"})
+        await client.until("response.text.delta")
+        await eventually_async(lambda: entry(), lambda e: e is not None and e.sessions == 1)
+        a.signal(signal.SIGTERM)
+        # Draining is announced at once (the answer holds the drain for seconds)...
+        await eventually_async(lambda: entry(), lambda e: e is not None and e.draining)
+        # ...and after the exit the entry is gone.
+        assert await asyncio.to_thread(_exit_code, a, 30) == 0
+        assert await entry() is None
+    finally:
+        await registry.close()
+
+
+async def eventually_async(read: Any, condition: Any, timeout: float = 15.0) -> None:
+    """Poll an async reading until ``condition`` holds (a bound, not a measurement)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition(await read()):
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
