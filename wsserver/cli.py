@@ -1,4 +1,4 @@
-"""Command line: ``wsserver serve`` and ``wsserver chat``."""
+"""Command line: ``wsserver serve``, ``chat``, ``router`` and ``usage``."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from wsserver.chat import run_chat
-from wsserver.router_cli import add_router_parser, run_router
 from wsserver.demo import run_demo
+from wsserver.router_cli import add_router_parser, run_router
 from wsserver.settings import ENV_PREFIX, Settings
 from wsserver.usage_command import print_usage
 from wsserver.voice_chat import run_voice_chat
