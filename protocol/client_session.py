@@ -54,6 +54,8 @@ class ClientSession:
         self.ack_every = ack_every
         self.duplicates = 0
         self.open_responses: list[str] = []
+        self.created_seq: dict[str, int] = {}
+        """Seq of each open response's ``response.created``."""
         self.close_code: int | None = None
 
     # -- outgoing --------------------------------------------------------
@@ -107,14 +109,21 @@ class ClientSession:
         response_id = message.get("response_id")
         if msg_type == "response.created" and isinstance(response_id, str):
             self.open_responses.append(response_id)
+            self.created_seq[response_id] = seq
         elif msg_type == "response.done" and response_id in self.open_responses:
             self.open_responses.remove(response_id)
+            self.created_seq.pop(response_id, None)
         return [message]
 
     def _on_ready(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         session_id = message.get("session_id")
         if self.state is ClientState.RESUMING and session_id == self.session_id:
             self.state = ClientState.OPEN
+            lost_after = message.get("lost_after_seq")
+            if isinstance(lost_after, int):
+                # The old worker died before storing what came after: a response the
+                # client saw start there is unknown to the new one and never ends.
+                return [message, *self._truncate_created_after(lost_after)]
             return [message]
         self.session_id = session_id if isinstance(session_id, str) else None
         token = message.get("resume_token")
@@ -150,6 +159,12 @@ class ClientSession:
         """Stop for good; returns a truncation event for every unfinished response."""
         self.state = ClientState.CLOSED
         return self._truncate_open(reason)
+
+    def _truncate_created_after(self, seq: int) -> list[dict[str, Any]]:
+        lost = [rid for rid in self.open_responses if self.created_seq.get(rid, 0) > seq]
+        for rid in lost:
+            self.open_responses.remove(rid)
+        return [{"type": TRUNCATED, "response_id": rid, "reason": "worker_lost"} for rid in lost]
 
     def _truncate_open(self, reason: str) -> list[dict[str, Any]]:
         events = [

@@ -174,6 +174,7 @@ class ErrorCode(enum.StrEnum):
     NOTHING_TO_COMMIT = "nothing_to_commit"
     UNKNOWN_RESPONSE = "unknown_response"
     UNKNOWN_TOOL_CALL = "unknown_tool_call"
+    DUPLICATE_REQUEST = "duplicate_request"
     TOOL_CALL_CLOSED = "tool_call_closed"
     INVALID_SCHEMA = "invalid_schema"
     INTERNAL_ERROR = "internal_error"
@@ -285,6 +286,12 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
             "unknown_response",
             Disposition.TERMINAL,
             "the response id is neither the running nor the latest response",
+        ),
+        ErrorCodeInfo(
+            "duplicate_request",
+            Disposition.TERMINAL,
+            "a response.create or response.continue whose id already started a response "
+            "(a resend after a reconnect): nothing new starts; response_id names it",
         ),
         ErrorCodeInfo(
             "unknown_tool_call",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,7 @@ class ResponseStatus(enum.StrEnum):
 
 
 _CONTINUABLE = frozenset({"failed", "incomplete", "interrupted"})
+_RECENT_REQUESTS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +167,7 @@ class ServerSession:
         "limits",
         "outbox",
         "queued_user_turns",
+        "recent_requests",
         "replay",
         "response_count",
         "responses",
@@ -200,6 +203,8 @@ class ServerSession:
         self.audio: dict[str, Any] | None = None
         """The session's audio settings (wire form) when it was started with audio."""
         self.tools = ToolLoop()
+        self.recent_requests: OrderedDict[str, str] = OrderedDict()
+        """Request id → the response it started (the latest few): a resend is refused."""
 
     # -- client commands -------------------------------------------------
 
@@ -216,6 +221,15 @@ class ServerSession:
             self.conversation.version += 1  # a store must see it (takeover)
         else:
             self.conversation.add("user", text)
+
+    def check_new_request(self, request_id: str | None) -> None:
+        """Refuse a response request whose id already started one (a resend after a drop)."""
+        if request_id is not None and request_id in self.recent_requests:
+            raise ProtocolViolation(
+                ErrorCode.DUPLICATE_REQUEST,
+                f"request {request_id} already started {self.recent_requests[request_id]}",
+                details={"response_id": self.recent_requests[request_id]},
+            )
 
     def check_idle(self) -> None:
         """Raise ``response_in_progress`` if a response is running."""
@@ -245,6 +259,10 @@ class ServerSession:
         wanted = min(max_output_tokens or limit, limit)
         self.response_count += 1
         response = ResponseState(f"resp_{self.response_count}", wanted, continues=continues)
+        if request_id is not None:
+            self.recent_requests[request_id] = response.id
+            while len(self.recent_requests) > _RECENT_REQUESTS:
+                self.recent_requests.popitem(last=False)
         self.active = response
         self.responses[response.id] = response
         fields: dict[str, object] = {"response_id": response.id}

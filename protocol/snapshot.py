@@ -76,15 +76,21 @@ class StreamSnapshot:
 
     last_seq: int
     active: dict[str, Any] | None
+    requests: list[list[str]] = field(default_factory=list)
+    """Recent request ids and the responses they started (a resend is refused)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (built by hand: this runs on every store write)."""
-        return {"last_seq": self.last_seq, "active": self.active}
+        return {"last_seq": self.last_seq, "active": self.active, "requests": self.requests}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StreamSnapshot:
         """Inverse of :meth:`to_dict`."""
-        return cls(last_seq=int(data["last_seq"]), active=data.get("active"))
+        return cls(
+            last_seq=int(data["last_seq"]),
+            active=data.get("active"),
+            requests=[[str(a), str(b)] for a, b in data.get("requests") or []],
+        )
 
 
 def _public_turn(turn: Turn) -> dict[str, Any]:
@@ -142,6 +148,7 @@ def stream_snapshot(session: ServerSession) -> StreamSnapshot:
             if active is not None
             else None
         ),
+        requests=[[k, v] for k, v in session.recent_requests.items()],
     )
 
 
@@ -169,6 +176,8 @@ def restore_session(
     session.conversation.version = conversation.version
     session.queued_user_turns = list(conversation.queued)
     session.audio = conversation.audio
+    for request_id, response_id in stream.requests:
+        session.recent_requests[request_id] = response_id
     session.tools.set_tools(conversation.tools)
     session.response_count = conversation.response_count
     if conversation.last_response is not None:

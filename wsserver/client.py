@@ -89,6 +89,12 @@ class SessionClient:
         self.state = ClientSession(ack_every=ack_every)
         self.reconnects = 0
         self.close_code: int | None = None
+        self.close_codes: list[int | None] = []
+        """Every connection's close code, in order (1006: no closing handshake)."""
+        self.sequence_gaps = 0
+        self._request_count = 0
+        self._pending_request: dict[str, Any] | None = None
+        """Connections dropped because an event's seq skipped ahead (a server fault)."""
         self.ready: dict[str, Any] = {}
         self._ws: ClientConnection | None = None
         self._open = asyncio.Event()
@@ -227,7 +233,7 @@ class SessionClient:
             message["max_output_tokens"] = max_output_tokens
         if response_format is not None:
             message["response_format"] = {"type": "json_schema", "schema": response_format}
-        await self.send(message)
+        await self._send_request(message)
 
     async def continue_response(
         self, response_id: str, *, max_output_tokens: int | None = None
@@ -241,7 +247,24 @@ class SessionClient:
         message: dict[str, Any] = {"type": "response.continue", "response_id": response_id}
         if max_output_tokens is not None:
             message["max_output_tokens"] = max_output_tokens
-        await self.send(message)
+        await self._send_request(message)
+
+    async def _send_request(self, message: dict[str, Any]) -> None:
+        """Send a request that starts a response; kept until the server answers it.
+
+        A connection can drop between the send and the server reading it. The
+        request carries an id; after the resume it is sent again, and the server
+        answers a copy it already had with ``duplicate_request`` (nothing new starts).
+        """
+        self._request_count += 1
+        message.setdefault("id", f"req_{self._request_count}")
+        self._pending_request = message
+        try:
+            await self.send(message)
+        except ClientError:
+            if self.state.state is ClientState.CLOSED:
+                raise
+            # Dropped while sending: it goes again after the resume (see above).
 
     async def interrupt(
         self,
@@ -370,6 +393,12 @@ class SessionClient:
         self.toolbox.unacknowledged[call_id] = message
         await self.send(message)
 
+    def _on_request_answer(self, event: dict[str, Any]) -> None:
+        """The pending response request got its answer (started, or refused)."""
+        pending = self._pending_request
+        if pending is not None and event.get("request_id") == pending["id"]:
+            self._pending_request = None
+
     def _on_tool_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind == "response.tool_call" and self.run_tools and self.toolbox.claim(event):
@@ -391,7 +420,9 @@ class SessionClient:
         task.add_done_callback(self._tool_tasks.discard)
 
     async def _after_ready(self, ws: ClientConnection, ready: dict[str, Any]) -> None:
-        """Results the server may not have, and pending calls that never ran here."""
+        """Requests and results the server may not have; pending calls never run here."""
+        if self._pending_request is not None and ready.get("resumed"):
+            await ws.send(self.codec.encode(self._pending_request))
         for message in list(self.toolbox.unacknowledged.values()):
             await ws.send(self.codec.encode(message))
         for call in ready.get("pending_tool_calls", []):
@@ -531,6 +562,7 @@ class SessionClient:
         except (ProtocolError, SequenceGap):
             # A frame we cannot use: drop this connection and resume from last_seq,
             # which replays exactly what is missing.
+            self.sequence_gaps += 1
             if self._ws is not None:
                 self._ws.transport.abort()
         except (OSError, InvalidHandshake, TimeoutError) as exc:
@@ -542,6 +574,7 @@ class SessionClient:
             self._ws = None
         code = _close_code(ws_done)
         self.close_code = code
+        self.close_codes.append(code)
         if self._closing or self.state.state is ClientState.CLOSED:
             return got_ready
         refused, self._open_refused = self._open_refused, None
@@ -585,6 +618,8 @@ class SessionClient:
                     return False
                 self._play(event)
                 self._on_tool_event(event)
+                if event.get("type") in ("response.created", "error"):
+                    self._on_request_answer(event)
                 self._events.put_nowait(event)
             if self.state.state is ClientState.CLOSED:
                 # Resume was refused: the session cannot go on.

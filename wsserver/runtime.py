@@ -145,6 +145,7 @@ class SessionRuntime:
         "context",
         "engine",
         "journal",
+        "lost_after_seq",
         "session",
         "token_hash",
         "tools",
@@ -171,6 +172,8 @@ class SessionRuntime:
         self._recreate_task: asyncio.Task[None] | None = None
         self.closed = False
         timeout_ms = session.limits.tool_timeout_ms
+        self.lost_after_seq: int | None = None
+        """Set by a takeover whose client had seen unstored events (told once, at ready)."""
         self.tools = ToolRunner(
             self,
             timeout_ms / 1000 if timeout_ms else context.tool_timeout,
@@ -286,6 +289,7 @@ class SessionRuntime:
         if isinstance(message, InputText):
             session.add_user_text(message.text)
         elif isinstance(message, ResponseCreate):
+            session.check_new_request(message.id)
             session.check_idle()
             schema = message.response_format.schema_ if message.response_format else None
             if schema is not None:
@@ -298,6 +302,7 @@ class SessionRuntime:
                 response.output_json = PartialJson()
             self._start(response)
         elif isinstance(message, ResponseContinue):
+            session.check_new_request(message.id)
             self._start(
                 session.continue_response(
                     message.response_id, message.max_output_tokens, message.id

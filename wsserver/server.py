@@ -284,6 +284,9 @@ class WorkerServer:
         )
         if token is not None:
             ready["resume_token"] = token
+        if runtime.lost_after_seq is not None:
+            ready["lost_after_seq"] = runtime.lost_after_seq
+            runtime.lost_after_seq = None
         connection.send_control(ready)
 
     # -- periodic work -----------------------------------------------------

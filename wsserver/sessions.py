@@ -195,6 +195,9 @@ class SessionManager:
             session, self._context, token_hash=claimed.token_hash, epoch=claimed.epoch
         )
         runtime.journal.conversation_version = conversation.version
+        if message.last_seq > stream.last_seq:
+            # The client saw events its old worker never stored: they are lost.
+            runtime.lost_after_seq = stream.last_seq
         self.sessions[session_id] = runtime
         self.takeovers += 1
         await self._adopt_tool_calls(runtime)
