@@ -145,4 +145,3 @@ async def test_a_killed_worker_sessions_resume_elsewhere(
     moved = counts.get("failed/worker_lost", 0) + counts.get("failed/session_moved", 0)
     assert moved > 0, "the killed worker's running answers end with an explicit status"
     print(f"\nSIGKILL under load, {SESSIONS} sessions: {counts}")
-
