@@ -27,6 +27,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from wsserver.store.redis import deliver_swallowed_cancel
+
 T = TypeVar("T")
 
 WORKERS_KEY = "wss:workers"
@@ -158,9 +160,12 @@ class WorkerRegistry:
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
-            return await operation()
+            result = await operation()
         except (RedisError, OSError, TimeoutError) as exc:
+            deliver_swallowed_cancel()
             raise RegistryUnavailable(f"redis: {exc}") from exc
+        deliver_swallowed_cancel()
+        return result
 
     async def publish(self, info: WorkerInfo) -> None:
         """Announce (or refresh) ``info``; it lapses ``ttl`` seconds after the last call."""

@@ -69,6 +69,12 @@ def run_router(args: argparse.Namespace) -> int:
 
 
 async def _router_async(settings: RouterSettings) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    # First of all: whoever reads our output may signal at once, and must not kill us.
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
     router = Router(settings)
     try:
         await router.start()
@@ -85,11 +91,6 @@ async def _router_async(settings: RouterSettings) -> int:
         f"{len(router.workers)} live workers)",
         flush=True,
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     print("shutting down", flush=True)
     await router.stop()

@@ -41,7 +41,7 @@ def served() -> Iterator[str]:
         process.wait(10)
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["chat"]])
+@pytest.mark.parametrize("command", [[], ["serve"], ["chat"], ["router"], ["usage"]])
 def test_help(command: list[str]) -> None:
     result = subprocess.run(
         [*WSSERVER, *command, "--help"], capture_output=True, text=True, env=_env(), timeout=30

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -162,3 +163,22 @@ def test_placement_order() -> None:
     # Full workers are tried after every worker with room.
     full = replace(ranked[0], capacity=2, sessions=2)
     assert placement_order("sess_k", [full, *others]) == [*others, full]
+
+
+async def test_a_cancelled_loop_of_registry_calls_ends(registry: WorkerRegistry) -> None:
+    """redis-py may swallow a cancel mid-command; the registry must hand it back."""
+    await registry.publish(info("a"))
+    rng = random.Random(7)
+
+    async def poll_forever() -> None:
+        while True:
+            await registry.live()
+            await registry.owner_of("sess_x")
+
+    for _ in range(100):
+        task = asyncio.create_task(poll_forever())
+        await asyncio.sleep(rng.random() * 0.003)
+        task.cancel()
+        # A bound on a hang, not a measurement: a swallowed cancel would loop forever.
+        done, _ = await asyncio.wait({task}, timeout=10)
+        assert done and task.cancelled(), "the cancel was lost"

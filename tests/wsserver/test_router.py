@@ -1,7 +1,7 @@
 """The router in front of real worker processes, on loopback, with a real Redis.
 
-Workers do not publish themselves yet: each test publishes the workers it started
-with :class:`WorkerRegistry`, as a worker's heartbeat would.
+Workers started with a Redis store publish themselves; the stand-ins for broken
+workers (refusing, dead) are published by the test with :class:`WorkerRegistry`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -22,18 +21,18 @@ from typing import Any
 import pytest
 from websockets.exceptions import InvalidStatus
 
-from tests.processes import WorkerProcess, cli_env, eventually
+from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import free_port
 from tests.wsserver.wire import RawClient
 from wsserver.registry import WorkerInfo, WorkerRegistry, rendezvous_order
 from wsserver.router import Router, RouterSettings, parse_request_head
 
-ROUTER = [sys.executable, "-m", "wsserver.router_cli"]
+ROUTER = [*WSSERVER, "router"]
 FAST = ("--decode-rate", "200", "--answer-tokens", "20", "--store-flush-ms", "5")
 
 
 class RouterProcess:
-    """``python -m wsserver.router_cli`` (``run_router``) in a subprocess."""
+    """``wsserver router`` (``run_router``) in a subprocess."""
 
     def __init__(self, store: str, *flags: str) -> None:
         self.process = subprocess.Popen(
@@ -136,6 +135,7 @@ def router(redis_url: str) -> Iterator[RouterProcess]:
 
 
 async def publish(registry: WorkerRegistry, worker_id: str, url: str) -> WorkerInfo:
+    """Register a stand-in worker, as a real worker's heartbeat would."""
     info = WorkerInfo(
         worker_id, url, capacity=0, sessions=0, draining=False, updated_at=time.time()
     )
@@ -147,12 +147,12 @@ async def sees(router: RouterProcess, count: int) -> None:
     await eventually(lambda: router.stats()["live_workers"] == count)
 
 
-def key_ranking_first(first: WorkerInfo, workers: list[WorkerInfo]) -> str:
-    """A session id whose rendezvous order puts ``first`` ahead of the others."""
+def key_ranking_first(first: str, workers: list[WorkerInfo]) -> str:
+    """A session id whose rendezvous order puts worker ``first`` ahead of the others."""
     return next(
         key
         for key in (f"sess_pick{i}" for i in range(1000))
-        if rendezvous_order(key, workers)[0] == first
+        if rendezvous_order(key, workers)[0].worker_id == first
     )
 
 
@@ -187,11 +187,9 @@ async def test_http_endpoints_and_refusals(router: RouterProcess) -> None:
 
 
 async def test_new_sessions_spread_over_the_workers(
-    router: RouterProcess, registry: WorkerRegistry, start_worker: Any
+    router: RouterProcess, start_worker: Any
 ) -> None:
     workers = [start_worker(name) for name in ("a", "b", "c")]
-    for worker in workers:
-        await publish(registry, worker.name, worker.url)
     await sees(router, 3)
     clients = [await RawClient.connect(router.url) for _ in range(45)]
     for client in clients:
@@ -215,8 +213,8 @@ async def test_resume_lands_on_the_owner(
     via: str, router: RouterProcess, registry: WorkerRegistry, start_worker: Any
 ) -> None:
     workers = {name: start_worker(name) for name in ("a", "b", "c")}
-    infos = [await publish(registry, name, w.url) for name, w in workers.items()]
     await sees(router, 3)
+    infos = await registry.live()
     # A session whose owner is not its rendezvous choice: only the owner lookup finds it.
     for _ in range(40):
         client = await RawClient.connect(router.url)
@@ -249,10 +247,9 @@ async def test_worker_answering_503_is_skipped(
     real = start_worker("real")
     refusing = RefusingWorker()
     try:
-        full = await publish(registry, "full", await refusing.start())
-        live = [full, await publish(registry, "real", real.url)]
+        await publish(registry, "full", await refusing.start())
         await sees(router, 2)
-        session_key = key_ranking_first(full, live)
+        session_key = key_ranking_first("full", await registry.live())
         client = await RawClient.connect(f"{router.url}/?session_id={session_key}")
         await client.start()
         assert refusing.hits == 1, "the first choice was asked, and said no"
@@ -261,7 +258,7 @@ async def test_worker_answering_503_is_skipped(
         assert (stats["worker_refusals"], stats["retries"]) == (1, 1)
         await client.close()
         # With only the refusing worker left, the client gets the router's own 503.
-        await registry.withdraw("real")
+        real.stop()  # a clean exit withdraws it from the registry
         await sees(router, 1)
         with pytest.raises(InvalidStatus) as refused:
             await RawClient.connect(router.url)
@@ -275,10 +272,10 @@ async def test_dead_worker_in_the_registry_is_skipped(
     router: RouterProcess, registry: WorkerRegistry, start_worker: Any
 ) -> None:
     real = start_worker("real")
-    dead = await publish(registry, "dead", f"ws://127.0.0.1:{free_port()}")
-    live = [dead, await publish(registry, "real", real.url)]
+    await publish(registry, "dead", f"ws://127.0.0.1:{free_port()}")
     await sees(router, 2)
-    client = await RawClient.connect(f"{router.url}/?session_id={key_ranking_first(dead, live)}")
+    session_key = key_ranking_first("dead", await registry.live())
+    client = await RawClient.connect(f"{router.url}/?session_id={session_key}")
     await client.start()
     assert real.stats()["sessions"] == 1
     stats = router.stats()
@@ -286,11 +283,8 @@ async def test_dead_worker_in_the_registry_is_skipped(
     await client.close()
 
 
-async def test_close_codes_pass_through(
-    router: RouterProcess, registry: WorkerRegistry, start_worker: Any
-) -> None:
-    worker = start_worker("slow", "--handshake-timeout", "0.5")
-    await publish(registry, "slow", worker.url)
+async def test_close_codes_pass_through(router: RouterProcess, start_worker: Any) -> None:
+    start_worker("slow", "--handshake-timeout", "0.5")
     await sees(router, 1)
     client = await RawClient.connect(router.url)
     # Silence after the upgrade: the worker's close 4001 crosses the router untouched.
@@ -298,14 +292,11 @@ async def test_close_codes_pass_through(
     await eventually(lambda: router.stats()["active"] == 0)
 
 
-async def test_stop_cuts_relayed_connections(
-    redis_url: str, registry: WorkerRegistry, start_worker: Any
-) -> None:
-    worker = start_worker("a")
-    await publish(registry, "a", worker.url)
-    router = Router(RouterSettings(port=0, store=redis_url))
+async def test_stop_cuts_relayed_connections(redis_url: str, start_worker: Any) -> None:
+    start_worker("a")
+    router = Router(RouterSettings(port=0, store=redis_url, refresh_interval=0.05))
     await router.start()
-    assert router.stats()["live_workers"] == 1
+    await eventually(lambda: router.stats()["live_workers"] == 1)
     client = await RawClient.connect(f"ws://127.0.0.1:{router.port}")
     await client.start()
     await router.stop()
@@ -336,10 +327,9 @@ def test_request_head_parsing() -> None:
 
 
 async def test_killed_worker_drops_its_relayed_clients(
-    router: RouterProcess, registry: WorkerRegistry, start_worker: Any
+    router: RouterProcess, start_worker: Any
 ) -> None:
     worker = start_worker("doomed")
-    await publish(registry, "doomed", worker.url)
     await sees(router, 1)
     client = await RawClient.connect(router.url)
     await client.start()

@@ -17,6 +17,7 @@ sessions) instead of hanging.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -54,6 +55,20 @@ def _keys(session_id: str) -> tuple[str, str, str, str, str]:
         f"wss:{tag}:lease",
         f"wss:{tag}:tools",
     )
+
+
+def deliver_swallowed_cancel() -> None:
+    """Raise the cancellation redis-py swallowed, if it did.
+
+    redis.asyncio sometimes absorbs a task's ``CancelledError`` mid-command and returns
+    normally (seen with redis 8.1 in about 3 of 4 cancels; redis/redis-py#2028 and kin).
+    A loop around such a call would then never end, and whoever awaits it (a router's
+    or worker's shutdown) hangs. A cancel that was requested and not uncancelled is
+    still counted by ``Task.cancelling()``: deliver it here.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _usage_key(session_id: str) -> str:
@@ -94,9 +109,12 @@ class RedisSessionStore:
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         self.round_trips += 1
         try:
-            return await operation()
+            result = await operation()
         except (RedisError, OSError, TimeoutError) as exc:
+            deliver_swallowed_cancel()
             raise SessionStoreUnavailable(f"redis: {exc}") from exc
+        deliver_swallowed_cancel()
+        return result
 
     async def create(self, record: SessionRecord) -> None:
         meta, _log, _partial, lease, _tools = _keys(record.session_id)
