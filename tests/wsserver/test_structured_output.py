@@ -17,6 +17,7 @@ import jsonschema
 import pytest
 
 from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.event_checks import consistent, of_type
 from tests.wsserver.wire import RawClient, text_of
 from wsserver.server import WorkerServer
 
@@ -89,34 +90,6 @@ async def read_response(client: RawClient) -> list[dict[str, Any]]:
     start = len(client.seen)
     await client.until("response.done", timeout=15.0)
     return client.seen[start:]
-
-
-def of_type(messages: list[dict[str, Any]], msg_type: str) -> list[dict[str, Any]]:
-    return [m for m in messages if m.get("type") == msg_type]
-
-
-def consistent(partial: Any, final: Any) -> bool:
-    """Whether a provisional value can grow into ``final`` (nothing shown disappears)."""
-    if partial is None:
-        return True  # nothing parsed yet reads as None
-    if isinstance(partial, dict):
-        return isinstance(final, dict) and all(
-            k in final and consistent(v, final[k]) for k, v in partial.items()
-        )
-    if isinstance(partial, list):
-        return (
-            isinstance(final, list)
-            and len(partial) <= len(final)
-            and all(consistent(p, f) for p, f in zip(partial, final, strict=False))
-        )
-    if isinstance(partial, str):
-        return isinstance(final, str) and final.startswith(partial)
-    if isinstance(partial, bool) or isinstance(final, bool):
-        return partial is final
-    if isinstance(partial, int | float):
-        # A number cut in the middle reads as its longest valid prefix (12 of 123).
-        return isinstance(final, int | float) and json.dumps(final).startswith(json.dumps(partial))
-    return bool(partial == final)
 
 
 def check_structured_response(messages: list[dict[str, Any]], schema: dict[str, Any]) -> Any:

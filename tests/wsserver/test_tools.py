@@ -19,6 +19,7 @@ import jsonschema
 from protocol.encoding import MSGPACK_SUBPROTOCOL
 from protocol.tool_loop import CallState
 from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.event_checks import consistent, of_type
 from tests.wsserver.wire import RawClient, text_of, wait_until
 from wsserver.server import WorkerServer
 
@@ -84,10 +85,6 @@ async def wait_for_calls(client: RawClient, count: int) -> list[dict[str, Any]]:
     return calls
 
 
-def of_type(messages: list[dict[str, Any]], msg_type: str) -> list[dict[str, Any]]:
-    return [m for m in messages if m.get("type") == msg_type]
-
-
 def assert_gap_free(messages: list[dict[str, Any]], first: int = 1) -> None:
     seqs = [m["seq"] for m in messages if "seq" in m]
     assert seqs == list(range(first, first + len(seqs))), f"seqs not gap-free: {seqs}"
@@ -103,30 +100,6 @@ def result(call_id: str, output: Any, request_id: str | None = None) -> dict[str
     if request_id is not None:
         message["id"] = request_id
     return message
-
-
-def consistent(partial: Any, final: Any) -> bool:
-    """Whether a provisional value can grow into ``final`` (nothing shown disappears)."""
-    if partial is None:
-        return True  # nothing parsed yet (or a literal null, which then equals final)
-    if isinstance(partial, dict):
-        return isinstance(final, dict) and all(
-            k in final and consistent(v, final[k]) for k, v in partial.items()
-        )
-    if isinstance(partial, list):
-        return (
-            isinstance(final, list)
-            and len(partial) <= len(final)
-            and all(consistent(p, f) for p, f in zip(partial, final, strict=False))
-        )
-    if isinstance(partial, str):
-        return isinstance(final, str) and final.startswith(partial)
-    if isinstance(partial, bool) or isinstance(final, bool):
-        return partial is final
-    if isinstance(partial, int | float):
-        # A number cut in the middle reads as its longest valid prefix (12 of 123).
-        return isinstance(final, int | float) and json.dumps(final).startswith(json.dumps(partial))
-    return bool(partial == final)
 
 
 async def run_loop(
