@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from protocol.codes import ErrorCode
+from protocol.codes import ERROR_CODES, ErrorCode
 from protocol.encoding import JsonCodec, MsgpackCodec
 from protocol.errors import ProtocolViolation
 from protocol.events import MAX_ERROR_MESSAGE, error_fields
@@ -175,3 +175,9 @@ def test_error_events_always_encode() -> None:
         assert codec.decode(codec.encode(fields)) == fields
     assert error_fields("c", "m", "r" * 129) == {"code": "c", "message": "m"}
     assert error_fields("c", "m", "r7")["request_id"] == "r7"
+
+
+def test_the_documented_limits_are_the_enforced_ones() -> None:
+    assert f"{MAX_DEPTH} levels" in ERROR_CODES["invalid_json"].description
+    assert f"{MAX_DEPTH} levels" in ERROR_CODES["invalid_msgpack"].description
+    assert f"{MAX_VALUES:,} values" in ERROR_CODES["invalid_field"].description
