@@ -133,7 +133,8 @@ class MsgpackCodec:
             raise ProtocolViolation(
                 ErrorCode.INVALID_MSGPACK, "binary frame is not valid msgpack"
             ) from None
-        if exceeds_depth(value):
+        # Every level costs at least a byte: a short frame cannot nest past the limit.
+        if len(frame) > MAX_DEPTH and exceeds_depth(value):
             raise ProtocolViolation(ErrorCode.INVALID_MSGPACK, _TOO_DEEP)
         return value
 
