@@ -183,9 +183,17 @@ class ErrorCode(enum.StrEnum):
 ERROR_CODES: dict[str, ErrorCodeInfo] = {
     info.code: info
     for info in (
-        ErrorCodeInfo("invalid_json", Disposition.TERMINAL, "a text frame is not valid JSON"),
         ErrorCodeInfo(
-            "invalid_msgpack", Disposition.TERMINAL, "a binary frame is not a valid msgpack map"
+            "invalid_json",
+            Disposition.TERMINAL,
+            "a text frame is not valid JSON: a syntax error, NaN or Infinity, a lone surrogate "
+            "escape (invalid text), or nesting deeper than 64 levels",
+        ),
+        ErrorCodeInfo(
+            "invalid_msgpack",
+            Disposition.TERMINAL,
+            "a binary frame is not a valid msgpack map: a format error, a string that is not "
+            "UTF-8, or nesting deeper than 64 levels",
         ),
         ErrorCodeInfo(
             "invalid_frame",
@@ -194,7 +202,13 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
         ),
         ErrorCodeInfo("unknown_type", Disposition.TERMINAL, "the message type is not known"),
         ErrorCodeInfo("missing_field", Disposition.TERMINAL, "a required field is missing"),
-        ErrorCodeInfo("invalid_field", Disposition.TERMINAL, "a field has the wrong type or value"),
+        ErrorCodeInfo(
+            "invalid_field",
+            Disposition.TERMINAL,
+            "a field has the wrong type or value, or holds what is not JSON data (bytes, ext "
+            "types, non-string keys, non-finite numbers, integers beyond 64 bits, more than "
+            "100,000 values)",
+        ),
         ErrorCodeInfo("unknown_field", Disposition.TERMINAL, "the message has an unknown field"),
         ErrorCodeInfo(
             "no_session",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocol.json_value import is_valid_text, safe_text
+
 # Session events (sequenced, replayable).
 RESPONSE_CREATED = "response.created"
 TEXT_DELTA = "response.text.delta"
@@ -162,12 +164,22 @@ def connection_message(type: str, **fields: Any) -> dict[str, Any]:
     return message
 
 
+MAX_ERROR_MESSAGE = 1000
+"""Longest ``message`` of an ``error`` event, in characters."""
+
+
 def error_fields(
     code: str, message: str, request_id: str | None, details: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Fields of an ``error`` event."""
-    fields: dict[str, Any] = {"code": code, "message": message}
-    if request_id is not None:
+    """Fields of an ``error`` event.
+
+    Messages are often built from client input, and an error event is replayed after
+    every resume: whatever went in, the event must encode. So ``message`` is cut to
+    :data:`MAX_ERROR_MESSAGE` characters with invalid text escaped, and a ``request_id``
+    that is not valid text or is over 128 characters is left out.
+    """
+    fields: dict[str, Any] = {"code": code, "message": safe_text(message, MAX_ERROR_MESSAGE)}
+    if request_id is not None and len(request_id) <= 128 and is_valid_text(request_id):
         fields["request_id"] = request_id
     if details:
         fields.update(details)

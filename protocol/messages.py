@@ -1,8 +1,12 @@
 """Client → server messages, validated with pydantic.
 
 Inbound traffic is low-rate control, so a pydantic model per message is cheap
-and buys precise validation. Outbound events (one per token) are plain dicts
-built in :mod:`protocol.events`; no model is constructed on that path.
+and buys precise validation. Before any model sees a message, the whole of it is
+checked to be JSON data (:mod:`protocol.json_value`): free-form fields such as a
+tool's ``parameters``, a ``response_format`` schema or a ``tool.result`` ``output``
+can then hold nothing that fails to re-encode, store or reach the engine. Outbound
+events (one per token) are plain dicts built in :mod:`protocol.events`; no model is
+constructed on that path.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
+from protocol.json_value import NotJsonData, check_json_data, is_valid_text, safe_text
 
 MAX_ID_LENGTH = 128
 
@@ -42,7 +47,7 @@ class ToolSpec(BaseModel):
     name: Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")]
     description: Annotated[str, Field(max_length=4096)] = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    """JSON Schema of the call's arguments (an object)."""
+    """JSON Schema of the call's arguments (an object); JSON data, like every field."""
 
 
 MAX_TOOLS = 128
@@ -184,7 +189,7 @@ class ToolResult(_Message):
     type: Literal["tool.result"]
     call_id: Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH)]
     output: Any = None
-    """Any JSON value the tool returned."""
+    """Any JSON value the tool returned (JSON data: see :mod:`protocol.json_value`)."""
     error: Annotated[str, Field(max_length=4096)] | None = None
     """Set when the tool failed; the model sees it instead of an output."""
 
@@ -255,14 +260,28 @@ def parse_client_message(obj: Any) -> ClientMessage:
         raise ProtocolViolation(ErrorCode.INVALID_FIELD, "a message must be an object")
     msg_type = obj.get("type")
     raw_id = obj.get("id")
-    # An over-long id is itself invalid: never echo it back.
-    request_id = raw_id if isinstance(raw_id, str) and len(raw_id) <= MAX_ID_LENGTH else None
+    # An over-long id, or one that is not valid text, is itself invalid: never echo it back.
+    request_id = (
+        raw_id
+        if type(raw_id) is str and len(raw_id) <= MAX_ID_LENGTH and is_valid_text(raw_id)
+        else None
+    )
     if msg_type is None:
         raise ProtocolViolation(ErrorCode.MISSING_FIELD, "missing field 'type'", request_id)
-    if not isinstance(msg_type, str) or msg_type not in CLIENT_MESSAGE_TYPES:
+    if type(msg_type) is not str:
         raise ProtocolViolation(
-            ErrorCode.UNKNOWN_TYPE, f"unknown message type {str(msg_type)[:64]!r}", request_id
+            ErrorCode.UNKNOWN_TYPE, "the message type must be a string", request_id
         )
+    if msg_type not in CLIENT_MESSAGE_TYPES:
+        raise ProtocolViolation(
+            ErrorCode.UNKNOWN_TYPE, f"unknown message type {safe_text(msg_type)!r}", request_id
+        )
+    try:
+        check_json_data(obj)
+    except NotJsonData as exc:
+        raise ProtocolViolation(
+            ErrorCode.INVALID_FIELD, f"invalid field '{exc.where}': {exc.reason}", request_id
+        ) from None
     try:
         return _adapter.validate_python(obj)
     except ValidationError as exc:
@@ -272,7 +291,8 @@ def parse_client_message(obj: Any) -> ClientMessage:
 def _violation_from(exc: ValidationError, request_id: str | None) -> ProtocolViolation:
     first = exc.errors(include_url=False, include_input=False)[0]
     # loc is (type-tag, field, ...) for a discriminated union; drop the tag.
-    loc = [str(p) for p in first["loc"][1:]]
+    # Keys come from the client (an unknown field's name): bounded before they are echoed.
+    loc = [safe_text(str(p), 40) for p in first["loc"][1:]]
     where = ".".join(loc) or "message"
     if first["type"] in _MISSING:
         return ProtocolViolation(ErrorCode.MISSING_FIELD, f"missing field '{where}'", request_id)

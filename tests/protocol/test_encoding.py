@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import msgpack
 import pytest
 
@@ -20,6 +22,7 @@ from protocol.encoding import (
 )
 from protocol.errors import ProtocolViolation
 from protocol.events import Event, TextDelta
+from protocol.json_value import MAX_DEPTH
 
 MESSAGE = {"type": "response.text.delta", "seq": 7, "response_id": "resp_1", "delta": " héllo"}
 
@@ -96,3 +99,88 @@ def test_event_fast_path_equals_the_generic_encoding(
     done = Event("response.done", {"response_id": "resp_1", "status": "completed"})
     done.seq = 43
     assert codec.decode(codec.encode_event(done)) == done.to_message()
+
+
+# -- hostile input at decode ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        "[" * 65 + "]" * 65,  # one level past the limit
+        "[" * 1000,
+        "[" * 100_000,
+        '{"a":' * 70 + "1" + "}" * 70,
+        '{"pad":"' + "[" * 200 + '","deep":' + "[" * 65 + "]" * 65 + "}",
+    ],
+)
+def test_json_nested_past_the_limit_is_invalid_json(frame: str) -> None:
+    with pytest.raises(ProtocolViolation) as info:
+        JsonCodec().decode(frame)
+    assert info.value.code is ErrorCode.INVALID_JSON
+    assert f"deeper than {MAX_DEPTH}" in info.value.message
+
+
+def test_json_at_the_limit_and_brackets_in_strings_are_fine() -> None:
+    codec = JsonCodec()
+    at_limit = "[" * MAX_DEPTH + "]" * MAX_DEPTH
+    assert codec.decode(at_limit) == json.loads(at_limit)
+    text = '{"text":"' + "[{" * 500 + '\\"[[[","n":[[1]]}'
+    assert codec.decode(text) == json.loads(text)
+
+
+def test_msgpack_nested_past_the_limit_is_invalid_msgpack() -> None:
+    codec = MsgpackCodec()
+    assert codec.decode(b"\x91" * (MAX_DEPTH - 1) + b"\x80") is not None
+    for frame in (b"\x91" * MAX_DEPTH + b"\x80", b"\x91" * 100_000 + b"\xc0"):
+        with pytest.raises(ProtocolViolation) as info:
+            codec.decode(frame)
+        assert info.value.code is ErrorCode.INVALID_MSGPACK
+        assert "deeper" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        '{"type":"ping","id":"\\ud800"}',
+        '{"type":"ping","id":"\\uDFFF x"}',
+        '{"type":"ping","\\udc00":1}',
+        '{"type":"ping","x":["ok",{"k":"\\ud83d"}]}',
+        '{"type":"ping","x":"\\ude00\\ud83d"}',  # a pair in the wrong order
+    ],
+)
+def test_json_lone_surrogates_are_invalid_json(frame: str) -> None:
+    with pytest.raises(ProtocolViolation) as info:
+        JsonCodec().decode(frame)
+    assert info.value.code is ErrorCode.INVALID_JSON
+    assert "surrogate" in info.value.message
+
+
+def test_json_surrogate_pairs_and_escaped_backslashes_are_fine() -> None:
+    codec = JsonCodec()
+    assert codec.decode('{"a":"\\ud83d\\ude00"}') == {"a": "\U0001f600"}
+    assert codec.decode('{"a":"\\\\ud800"}') == {"a": "\\ud800"}
+
+
+@pytest.mark.parametrize("frame", ["NaN", '{"x":Infinity}', '{"x":-Infinity}', "1" * 5000])
+def test_json_non_numbers_are_invalid_json(frame: str) -> None:
+    with pytest.raises(ProtocolViolation) as info:
+        JsonCodec().decode(frame)
+    assert info.value.code is ErrorCode.INVALID_JSON
+
+
+@pytest.mark.parametrize("text", [b"\xed\xa0\x80", b"\xff", b"ab\xc3"])
+def test_msgpack_invalid_utf8_is_invalid_msgpack(text: bytes) -> None:
+    as_value = b"\x81\xa4type" + bytes([0xA0 | len(text)]) + text
+    as_key = b"\x81" + bytes([0xA0 | len(text)]) + text + b"\x01"
+    for frame in (as_value, as_key):
+        with pytest.raises(ProtocolViolation) as info:
+            MsgpackCodec().decode(frame)
+        assert info.value.code is ErrorCode.INVALID_MSGPACK
+
+
+def test_json_unterminated_strings_with_brackets_are_invalid_json() -> None:
+    # Escaped quotes and brackets, never closed: invalid, whatever the bracket count says.
+    frame = '["' + '\\"[' * 200_000
+    with pytest.raises(ProtocolViolation):
+        JsonCodec().decode(frame)

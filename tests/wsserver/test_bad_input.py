@@ -10,7 +10,7 @@ import pytest
 from protocol.audio_frame import AudioFrame, AudioKind
 from protocol.encoding import MSGPACK_SUBPROTOCOL
 from tests.wsserver.conftest import StartServer, url_of
-from tests.wsserver.wire import RawClient, wait_until
+from tests.wsserver.wire import RawClient, dumps, wait_until
 
 BEFORE_SESSION: list[tuple[str | bytes, str]] = [
     ("{not json", "invalid_json"),
@@ -218,3 +218,138 @@ async def test_bursts_under_the_limit_are_fine(start_server: StartServer) -> Non
     pongs = [await client.until("pong") for _ in range(40)]
     assert [p["request_id"] for p in pongs] == [str(i) for i in range(40)]
     await client.close()
+
+
+# -- hostile input at decode: nesting, invalid text, values that are not JSON data ----------
+
+
+def _no_tracebacks(caplog: pytest.LogCaptureFixture) -> None:
+    tracebacks = [r.getMessage() for r in caplog.records if r.exc_info is not None]
+    assert not tracebacks, tracebacks
+
+
+async def _turn_completes(client: RawClient) -> None:
+    await client.send({"type": "response.create", "input": "still there?"})
+    assert (await client.until("response.done"))["status"] == "completed"
+
+
+async def test_deep_nesting_is_invalid_json_and_the_session_goes_on(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = await start_server()
+    client = await RawClient.connect(url_of(server))
+    await client.start()
+    deep_schema: dict[str, Any] = {"type": "object"}
+    for _ in range(150):
+        deep_schema = {"type": "object", "properties": {"a": deep_schema}}
+    frames = [
+        "[" * 1000,
+        "[" * 100_000,
+        '{"type":"ping","id":"deep","pad":' + "[" * 200 + "]" * 200 + "}",
+        dumps({"type": "session.update", "tools": [{"name": "t", "parameters": deep_schema}]}),
+    ]
+    for frame in frames:
+        await client.send_raw(frame)
+        error = await client.until("error")
+        assert error["code"] == "invalid_json", frame[:80]
+        assert "nest" in error["message"]
+        assert "request_id" not in error, "nothing of an undecodable frame is echoed"
+    await _turn_completes(client)
+    await client.close()
+    _no_tracebacks(caplog)
+
+
+async def test_deep_nesting_is_invalid_msgpack(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = await start_server()
+    client = await RawClient.connect(url_of(server), subprotocol=MSGPACK_SUBPROTOCOL)
+    await client.start()
+    nested: Any = None
+    for _ in range(200):
+        nested = [nested]
+    for frame in (
+        msgpack.packb({"type": "tool.result", "call_id": "c", "output": nested}),
+        b"\x81\xa3pad" + b"\x91" * 5000 + b"\xc0",  # deeper than the packer itself would go
+    ):
+        await client.send_raw(frame)
+        error = await client.until("error")
+        assert error["code"] == "invalid_msgpack"
+        assert "nest" in error["message"]
+    await _turn_completes(client)
+    await client.close()
+    _no_tracebacks(caplog)
+
+
+async def test_a_lone_surrogate_is_refused_and_replay_stays_intact(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = await start_server(answer_tokens=5)
+    client = await RawClient.connect(url_of(server))
+    ready = await client.start()
+    await _turn_completes(client)
+    for frame in (
+        '{"type":"ping","id":"\\ud800"}',
+        '{"type":"input.text","text":"a\\udfff b"}',
+        '{"type":"tool.result","call_id":"c","output":{"\\ud83d":1}}',  # a lone high half, a key
+    ):
+        await client.send_raw(frame)
+        error = await client.until("error")
+        assert error["code"] == "invalid_json"
+        assert "surrogate" in error["message"]
+        assert "request_id" not in error
+    # A well-formed pair is fine.
+    await client.send_raw('{"type":"ping","id":"\\ud83d\\ude00"}')
+    assert (await client.until("pong"))["request_id"] == "\U0001f600"
+    await _turn_completes(client)
+    seen = [m["seq"] for m in client.seen if "seq" in m]
+    client.abort()
+    # Every event (the errors included) replays under both encodings, and the session goes on.
+    for subprotocol in (None, MSGPACK_SUBPROTOCOL):
+        again = await RawClient.connect(url_of(server), subprotocol=subprotocol)
+        await again.resume(ready, 0)
+        assert (await again.recv())["type"] == "session.ready"
+        replayed = [(await again.recv())["seq"] for _ in seen]
+        assert replayed == seen
+        await _turn_completes(again)
+        seen = [m["seq"] for m in again.seen if "seq" in m]
+        again.abort()
+    _no_tracebacks(caplog)
+
+
+NOT_JSON_DATA: list[tuple[Any, str]] = [
+    (b"raw bytes", "output"),
+    ({"blob": b"\x00\x01"}, "output.blob"),
+    (msgpack.ExtType(5, b"x"), "output"),
+    ([1, msgpack.Timestamp(1, 0)], "output.1"),
+    ({b"key": 1}, "output"),
+    (float("nan"), "output"),
+    (float("inf"), "output"),
+]
+
+
+@pytest.mark.parametrize(("output", "where"), NOT_JSON_DATA)
+async def test_msgpack_values_that_are_not_json_data_are_invalid_fields(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture, output: Any, where: str
+) -> None:
+    server = await start_server()
+    client = await RawClient.connect(url_of(server), subprotocol=MSGPACK_SUBPROTOCOL)
+    await client.start()
+    frame = msgpack.packb(
+        {"type": "tool.result", "call_id": "call_any", "output": output, "id": "t1"},
+        use_bin_type=True,
+    )
+    await client.send_raw(frame)
+    error = await client.until("error")
+    assert error["code"] == "invalid_field"
+    assert f"'{where}'" in error["message"]
+    assert error["request_id"] == "t1"
+    # Other messages carrying free-form values are checked the same way.
+    tools = [{"name": "t", "parameters": {"type": "object", "default": b"x"}}]
+    await client.send_raw(msgpack.packb({"type": "session.update", "tools": tools}))
+    error = await client.until("error")
+    assert error["code"] == "invalid_field"
+    assert "'tools.0.parameters.default'" in error["message"]
+    await _turn_completes(client)
+    await client.close()
+    _no_tracebacks(caplog)
