@@ -6,14 +6,14 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from protocol.server_session import SessionLimits
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
 from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
-from wsserver.frontdoor.gate import FrontDoor
-from wsserver.frontdoor.origin import OriginPolicy, parse_origins
+from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting
+from wsserver.frontdoor.origin import OriginPolicy
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
 from wsserver.store.base import StoreLimits
 
@@ -156,18 +156,18 @@ class Settings(BaseModel):
         description="how far ahead of real time a client may send audio before chunks are dropped",
     )
     # -- front door: Origin allowlist and quotas (docs/PROTOCOL.md, "Quotas and Origin")
-    allowed_origins: str = Field(
+    allowed_origins: OriginsSetting = Field(
         "",
         description="comma-separated browser origins (scheme://host[:port], exact) that may "
         "open websockets; empty: loopback pages only (localhost, 127.0.0.0/8, [::1]); '*': any. "
         "Handshakes without Origin (non-browser clients) are always allowed",
     )
-    trusted_proxies: str = Field(
+    trusted_proxies: NetworksSetting = Field(
         LOOPBACK,
         description="comma-separated addresses or networks (the router, an ingress) whose "
         "X-Forwarded-For names the client; empty: trust none",
     )
-    quota_exempt: str = Field(
+    quota_exempt: NetworksSetting = Field(
         LOOPBACK,
         description="comma-separated networks whose anonymous clients no quota counts (the "
         "demo and benchmarks on loopback); empty: none",
@@ -225,18 +225,6 @@ class Settings(BaseModel):
     quota_ipv6_prefix: int = Field(
         64, ge=32, le=128, description="IPv6 clients in one network of this length count as one"
     )
-
-    @field_validator("allowed_origins")
-    @classmethod
-    def _check_origins(cls, value: str) -> str:
-        parse_origins(value)
-        return value
-
-    @field_validator("trusted_proxies", "quota_exempt")
-    @classmethod
-    def _check_networks(cls, value: str) -> str:
-        parse_networks(value)
-        return value
 
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> Settings:

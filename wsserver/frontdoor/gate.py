@@ -11,13 +11,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from http import HTTPStatus
-from typing import Any
+from typing import Annotated, Any
 
-from wsserver.frontdoor.addresses import Network, client_address
-from wsserver.frontdoor.origin import OriginPolicy
+from pydantic import AfterValidator
+
+from wsserver.frontdoor.addresses import Network, client_address, parse_networks
+from wsserver.frontdoor.origin import OriginPolicy, parse_origins
 from wsserver.frontdoor.quotas import Client, ConnectionQuota, Quotas, Refusal
 
 ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+
+
+def _valid_origins(text: str) -> str:
+    parse_origins(text)
+    return text
+
+
+def _valid_networks(text: str) -> str:
+    parse_networks(text)
+    return text
+
+
+OriginsSetting = Annotated[str, AfterValidator(_valid_origins)]
+"""A settings field holding an Origin allowlist, checked at startup."""
+NetworksSetting = Annotated[str, AfterValidator(_valid_networks)]
+"""A settings field holding comma-separated networks, checked at startup."""
 
 
 class FrontDoor:
