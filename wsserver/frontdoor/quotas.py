@@ -136,6 +136,7 @@ class Quotas:
         """Which states count each session, so a resume from elsewhere moves it."""
         self.refused: Counter[str] = Counter()
         """Refusals so far, by code."""
+        self._unlimited = ConnectionQuota(self, Client("", None, None), None, None)
 
     def client(self, address: str, principal: str | None) -> Client:
         """Key a client by its address and (authenticated, or ``None``) principal."""
@@ -207,8 +208,8 @@ class Quotas:
         return ConnectionQuota(self, client, ip, principal)
 
     def unlimited(self) -> ConnectionQuota:
-        """A quota that counts nothing (a connection not counted yet)."""
-        return ConnectionQuota(self, Client("", None, None), None, None)
+        """A quota that counts nothing (a connection not counted yet); shared."""
+        return self._unlimited
 
     def _refuse(self, status: HTTPStatus, code: str, message: str, after: float) -> Refusal:
         self.refused[code] += 1

@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-
 import pytest
 from pydantic import ValidationError
 
 from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.frontdoor.conftest import StartRouter, router_url
 from tests.wsserver.frontdoor.sources import connect_from, refused_from
 from wsserver.frontdoor.origin import OriginPolicy, normalize_origin, parse_origins
-from wsserver.router import Router, RouterSettings
+from wsserver.router import RouterSettings
 from wsserver.settings import Settings
 
 EVIL = "https://evil.example"
 APP = "https://app.example.com"
-StartRouter = Callable[..., Awaitable[str]]
 
 
 # -- rules -------------------------------------------------------------------
@@ -113,26 +111,8 @@ async def test_an_allowed_origin_is_accepted(start_server: StartServer) -> None:
 # -- on the router -------------------------------------------------------------------
 
 
-@pytest.fixture
-async def start_router(redis_url: str) -> AsyncIterator[StartRouter]:
-    routers: list[Router] = []
-
-    async def factory(**fields: object) -> str:
-        settings = RouterSettings.model_validate(
-            {"port": 0, "store": redis_url, "refresh_interval": 0.05, **fields}
-        )
-        router = Router(settings)
-        await router.start()
-        routers.append(router)
-        return f"ws://127.0.0.1:{router.port}"
-
-    yield factory
-    for router in routers:
-        await router.stop()
-
-
 async def test_the_router_refuses_a_foreign_origin(start_router: StartRouter) -> None:
-    url = await start_router(allowed_origins=APP)
+    url = router_url(await start_router(allowed_origins=APP))
     refused = await refused_from(url, "127.0.0.1", origin=EVIL)
     assert (refused.status, refused.body["error"]) == (403, "origin_not_allowed")
     # Past the front door: no worker is registered, so the router's own 503.
@@ -141,8 +121,10 @@ async def test_the_router_refuses_a_foreign_origin(start_router: StartRouter) ->
 
 
 async def test_the_router_limits_handshakes_per_address(start_router: StartRouter) -> None:
-    url = await start_router(
-        quota_exempt="", handshake_burst_per_ip=3, handshakes_per_second_per_ip=0.001
+    url = router_url(
+        await start_router(
+            quota_exempt="", handshake_burst_per_ip=3, handshakes_per_second_per_ip=0.001
+        )
     )
     for _ in range(3):
         assert (await refused_from(url, "127.0.0.2")).status == 503

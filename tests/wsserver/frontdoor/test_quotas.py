@@ -11,6 +11,7 @@ from typing import Any
 
 from protocol.codes import CLOSE_CODES, ERROR_CODES, CloseCode, Disposition
 from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.frontdoor.conftest import StartRouter, router_url
 from tests.wsserver.frontdoor.sources import connect_from, refused_from
 from tests.wsserver.wire import RawClient, wait_until
 
@@ -258,3 +259,21 @@ async def test_forwarded_for_is_believed_from_trusted_proxies_only(
     refused = await refused_from(url, "127.0.0.2", headers=via("198.51.100.99"))
     assert refused.status == 429
     assert server.stats()["quotas"]["addresses"] >= 3
+
+
+async def test_behind_the_router_the_worker_counts_the_clients_address(
+    start_server: StartServer, start_router: StartRouter, redis_url: str
+) -> None:
+    # The router (127.0.0.1, a trusted proxy by default) names each client in
+    # X-Forwarded-For; without it every client would count as the router.
+    await start_server(**COUNTED, store=redis_url, registry_interval=0.05, max_sessions_per_ip=1)
+    router = await start_router()
+    await wait_until(lambda: len(router.workers) == 1)
+    url = router_url(router)
+    first = await connect_from(url, "127.0.0.2")
+    await first.start()
+    second = await connect_from(url, "127.0.0.2")
+    reply = await answer(second, {"type": "session.start", "id": "s"})
+    assert reply["code"] == "session_limit_reached"
+    other = await connect_from(url, "127.0.0.3")
+    assert (await other.start())["type"] == "session.ready"
