@@ -93,6 +93,10 @@ def test_many_distinct_addresses_stay_bounded() -> None:
     for n in range(50_000):
         q.handshake(q.client(str(ipaddress.IPv4Address(base + n)), None))
     assert len(q.by_ip) <= 500 and len(q.by_principal) <= 500
+    # An attacker with a /48 has 65536 /64s to rotate through.
+    for n in range(50_000):
+        q.handshake(q.client(f"2001:db8:7:{n:x}::1", None))
+    assert len(q.by_ip) <= 500 and len(q.by_principal) <= 500
 
 
 def test_rotating_ipv6_addresses_in_one_network_count_as_one() -> None:
