@@ -48,6 +48,8 @@ class CloseCode(enum.IntEnum):
     SESSION_MOVED = 4003
     SESSION_CLOSED = 4004
     FLOOD = 4005
+    RATE_LIMITED = 4010
+    CONNECTION_LIMIT_REACHED = 4011
 
 
 CLOSE_CODES: dict[int, CloseCodeInfo] = {
@@ -114,6 +116,19 @@ CLOSE_CODES: dict[int, CloseCodeInfo] = {
         CloseCodeInfo(
             4005, "flood", Disposition.TERMINAL, "the client sent messages faster than allowed"
         ),
+        CloseCodeInfo(
+            4010,
+            "rate_limited",
+            Disposition.RESUME,
+            "the principal's connections together sent messages faster than allowed; resume "
+            "after retry_after_ms (in the reason)",
+        ),
+        CloseCodeInfo(
+            4011,
+            "connection_limit_reached",
+            Disposition.RESUME,
+            "the client's address or principal holds too many connections; retry later",
+        ),
     )
 }
 
@@ -178,6 +193,8 @@ class ErrorCode(enum.StrEnum):
     TOOL_CALL_CLOSED = "tool_call_closed"
     INVALID_SCHEMA = "invalid_schema"
     INTERNAL_ERROR = "internal_error"
+    SESSION_LIMIT_REACHED = "session_limit_reached"
+    TOO_MANY_FAILED_RESUMES = "too_many_failed_resumes"
 
 
 ERROR_CODES: dict[str, ErrorCodeInfo] = {
@@ -324,6 +341,18 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
         ),
         ErrorCodeInfo(
             "internal_error", Disposition.RESUME, "the server failed to handle the message"
+        ),
+        ErrorCodeInfo(
+            "session_limit_reached",
+            Disposition.RESUME,
+            "session.start while the client's principal or address already has its most "
+            "concurrent sessions on this worker; end one, or retry later",
+        ),
+        ErrorCodeInfo(
+            "too_many_failed_resumes",
+            Disposition.RESUME,
+            "session.resume refused unchecked: too many wrong tokens or unknown sessions from "
+            "this principal or address; retry after the error's retry_after_ms",
         ),
     )
 }

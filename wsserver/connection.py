@@ -34,6 +34,7 @@ from wsserver.ratelimit import TokenBucket
 from wsserver.runtime import Departure
 
 if TYPE_CHECKING:
+    from wsserver.frontdoor.quotas import ConnectionQuota
     from wsserver.runtime import SessionRuntime
     from wsserver.server import WorkerServer
 
@@ -51,6 +52,7 @@ class Connection:
         "_waiter",
         "_wake_pending",
         "codec",
+        "quota",
         "runtime",
         "server",
         "ws",
@@ -61,6 +63,8 @@ class Connection:
         self.server = server
         self.codec = codec_for(ws.subprotocol)
         self.runtime: SessionRuntime | None = None
+        self.quota: ConnectionQuota = server.front_door.quotas.unlimited()
+        """This connection's share of its principal's quotas (set by the server)."""
         # Plain list and a lazily made deque: an idle connection should cost little.
         self._control: list[dict[str, Any]] = []
         self._replay: deque[Event] | None = None
@@ -177,6 +181,9 @@ class Connection:
         if not self._inbound.take(asyncio.get_running_loop().time()):
             # Abuse is terminal: nobody should come back for the running response.
             self.close(CloseCode.FLOOD, "too many messages")
+            return
+        if wait_ms := self.quota.message():  # the principal's rate, across its connections
+            self.close(CloseCode.RATE_LIMITED, f"rate limited; retry_after_ms={wait_ms}")
             return
         if isinstance(frame, bytes) and is_audio_frame(frame):
             if self.runtime is None:

@@ -31,6 +31,10 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
+from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting, peer_host
+from wsserver.frontdoor.origin import OriginPolicy
+from wsserver.frontdoor.quotas import QuotaLimits, Quotas
 from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry, placement_order
 
 log = logging.getLogger("wsserver.router")
@@ -75,6 +79,38 @@ class RouterSettings(BaseModel):
     tcp_user_timeout: float = Field(
         30.0, ge=0, description="seconds sent data may stay unacknowledged (Linux; 0 = off)"
     )
+    # The front door's first checks, before a worker is even picked (the worker repeats
+    # them, with its session quotas): docs/PROTOCOL.md, "Quotas and Origin".
+    allowed_origins: OriginsSetting = Field(
+        "",
+        description="comma-separated browser origins (scheme://host[:port], exact) that may "
+        "open websockets; empty: loopback pages only; '*': any. No Origin: always allowed",
+    )
+    trusted_proxies: NetworksSetting = Field(
+        LOOPBACK, description="addresses or networks whose X-Forwarded-For names the client"
+    )
+    quota_exempt: NetworksSetting = Field(
+        LOOPBACK, description="networks whose clients the handshake rate does not count"
+    )
+    handshakes_per_second_per_ip: float = Field(
+        20.0, gt=0, description="steady WebSocket handshakes per second per client address"
+    )
+    handshake_burst_per_ip: int = Field(
+        200, ge=0, description="handshakes per client address at once (0 = no limit)"
+    )
+
+    def front_door(self) -> FrontDoor:
+        """The Origin allowlist and the handshake rate per address."""
+        limits = QuotaLimits(
+            handshakes_per_second_per_ip=self.handshakes_per_second_per_ip,
+            handshake_burst_per_ip=self.handshake_burst_per_ip,
+            exempt=parse_networks(self.quota_exempt),
+        )
+        return FrontDoor(
+            OriginPolicy.from_text(self.allowed_origins),
+            Quotas(limits),
+            parse_networks(self.trusted_proxies),
+        )
 
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> RouterSettings:
@@ -157,6 +193,7 @@ class Router:
         self.workers: list[WorkerInfo] = []
         """Live workers as of the last successful refresh (kept while Redis is down)."""
         self.registry_up = False
+        self.front_door = settings.front_door()
         self.counters = dict.fromkeys(COUNTERS, 0)
         """Totals since start (``active``: relayed now), for ``/stats``."""
         self._server: asyncio.Server | None = None
@@ -219,7 +256,7 @@ class Router:
     def stats(self) -> dict[str, Any]:
         """Counters for monitoring and tests."""
         live = {"live_workers": len(self.workers), "registry_up": self.registry_up}
-        return {**self.counters, **live}
+        return {**self.counters, **live, "front_door": self.front_door.quotas.stats()}
 
     # -- one connection ----------------------------------------------------
 
@@ -256,7 +293,8 @@ class Router:
             self.counters["bad_requests"] += 1  # gone or silent before a whole head: just close
             return None
         if head.upgrade:
-            await self._relay(head, reader, writer)
+            if await self._front_door_admits(head, writer):
+                await self._relay(head, reader, writer)
         elif head.method == "GET" and head.path == "/healthz":
             await _respond(writer, HTTPStatus.OK, {"status": "ok"})
         elif head.method == "GET" and head.path == "/readyz":
@@ -269,6 +307,19 @@ class Router:
         else:
             await self._reject(writer, HTTPStatus.BAD_REQUEST, "expected a websocket upgrade")
         return None
+
+    async def _front_door_admits(self, head: RequestHead, writer: asyncio.StreamWriter) -> bool:
+        """Origin and handshake rate, before any worker is tried; answers a refusal."""
+        peer = peer_host(writer.get_extra_info("peername"))
+        forwarded = [head.headers["x-forwarded-for"]] if "x-forwarded-for" in head.headers else []
+        client = self.front_door.client(peer, forwarded, None)
+        origins = [head.headers["origin"]] if "origin" in head.headers else []
+        refusal = self.front_door.handshake(client, origins)
+        if refusal is None:
+            return True
+        retry = refusal.retry_after_header if refusal.retry_after else 0
+        await _respond(writer, refusal.status, refusal.body(), retry=retry)
+        return False
 
     async def _reject(self, writer: asyncio.StreamWriter, status: HTTPStatus, error: str) -> None:
         self.counters["bad_requests"] += 1

@@ -26,6 +26,8 @@ from protocol.messages import SessionResume, SessionStart
 from wsserver.connection import Connection
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
+from wsserver.frontdoor.gate import peer_host
+from wsserver.frontdoor.quotas import Client, Refusal
 from wsserver.persistence import Persister
 from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry
 from wsserver.runtime import Departure, RuntimeContext, SessionRuntime
@@ -64,6 +66,7 @@ class WorkerServer:
         )
         self.persister = Persister(self.store, interval=settings.store_flush_ms / 1000)
         self.manager = SessionManager(self.store, self._runtime_context, settings.limits())
+        self.front_door = settings.front_door(lambda session_id: session_id in self.sessions)
         self.connections: set[Connection] = set()
         self.draining = False
         self.registry: WorkerRegistry | None = None
@@ -207,12 +210,25 @@ class WorkerServer:
     # -- connections -----------------------------------------------------
 
     async def _handle(self, ws: ServerConnection) -> None:
+        assert ws.request is not None, "handler called before the handshake"
+        quota = self.front_door.connect(self._front_door_client(ws, ws.request))
+        if isinstance(quota, Refusal):  # concurrent handshakes raced past the check
+            await ws.close(CloseCode.CONNECTION_LIMIT_REACHED, quota.message)
+            return
         connection = Connection(ws, self)
+        connection.quota = quota
         self.connections.add(connection)
         try:
             await connection.run()
         finally:
             self.connections.discard(connection)
+            quota.release()
+
+    def _front_door_client(self, ws: ServerConnection, request: Request) -> Client:
+        """Who a connection is, for quotas: its address (through trusted proxies) and its
+        principal — anonymous (``None``) until authentication names one."""
+        forwarded = request.headers.get_all("X-Forwarded-For")
+        return self.front_door.client(peer_host(ws.remote_address), forwarded, None)
 
     @property
     def full(self) -> bool:
@@ -230,7 +246,9 @@ class WorkerServer:
             )
             return
         try:
-            runtime, token = await self.manager.open(message)
+            with connection.quota.session_slot() as slot:  # raises session_limit_reached
+                runtime, token = await self.manager.open(message)
+                slot.session_id = runtime.session_id
         except ProtocolViolation as violation:
             violation.request_id = violation.request_id or message.id
             connection.reject(violation)
@@ -240,7 +258,8 @@ class WorkerServer:
     async def resume_session(self, connection: Connection, message: SessionResume) -> None:
         """Re-attach a session and replay what the client missed, or refuse explicitly."""
         try:
-            runtime = await self.manager.resume(message)
+            with connection.quota.resume_attempt(message.session_id):  # counts failed guesses
+                runtime = await self.manager.resume(message)
             events = runtime.session.replay_after(message.last_seq)
         except ProtocolViolation as violation:
             violation.request_id = violation.request_id or message.id
@@ -352,6 +371,11 @@ class WorkerServer:
                     {"error": "draining" if self.draining else "at capacity"},
                     retry_after=_RETRY_AFTER_MS // 1000 or 1,
                 )
+            client = self._front_door_client(connection, request)
+            refusal = self.front_door.handshake(client, request.headers.get_all("Origin"))
+            if refusal is not None:
+                retry = refusal.retry_after_header if refusal.retry_after else None
+                return _json_response(refusal.status, refusal.body(), retry_after=retry)
             return None
         if path == "/healthz":
             return _json_response(HTTPStatus.OK, {"status": "ok"})
@@ -401,6 +425,7 @@ class WorkerServer:
                 "round_trips": getattr(self.store, "round_trips", 0),
                 "takeovers": self.manager.takeovers,
             },
+            "quotas": self.front_door.quotas.stats(),
             "uptime_s": round(time.time() - self.started_at, 3),
         }
 

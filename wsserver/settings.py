@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -10,6 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from protocol.server_session import SessionLimits
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
+from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
+from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting
+from wsserver.frontdoor.origin import OriginPolicy
+from wsserver.frontdoor.quotas import QuotaLimits, Quotas
 from wsserver.store.base import StoreLimits
 
 ENV_PREFIX = "WSSERVER_"
@@ -150,6 +155,76 @@ class Settings(BaseModel):
         ge=100,
         description="how far ahead of real time a client may send audio before chunks are dropped",
     )
+    # -- front door: Origin allowlist and quotas (docs/PROTOCOL.md, "Quotas and Origin")
+    allowed_origins: OriginsSetting = Field(
+        "",
+        description="comma-separated browser origins (scheme://host[:port], exact) that may "
+        "open websockets; empty: loopback pages only (localhost, 127.0.0.0/8, [::1]); '*': any. "
+        "Handshakes without Origin (non-browser clients) are always allowed",
+    )
+    trusted_proxies: NetworksSetting = Field(
+        LOOPBACK,
+        description="comma-separated addresses or networks (the router, an ingress) whose "
+        "X-Forwarded-For names the client; empty: trust none",
+    )
+    quota_exempt: NetworksSetting = Field(
+        LOOPBACK,
+        description="comma-separated networks whose anonymous clients no quota counts (the "
+        "demo and benchmarks on loopback); empty: none",
+    )
+    max_sessions_per_principal: int = Field(
+        100, ge=0, description="concurrent sessions per principal on this worker (0 = no limit)"
+    )
+    max_sessions_per_ip: int = Field(
+        500,
+        ge=0,
+        description="concurrent sessions per client address on this worker (0 = no limit)",
+    )
+    max_connections_per_principal: int = Field(
+        200, ge=0, description="concurrent connections per principal (0 = no limit)"
+    )
+    max_connections_per_ip: int = Field(
+        1000, ge=0, description="concurrent connections per client address (0 = no limit)"
+    )
+    handshakes_per_second_per_ip: float = Field(
+        20.0, gt=0, description="steady WebSocket handshakes per second per client address"
+    )
+    handshake_burst_per_ip: int = Field(
+        200,
+        ge=0,
+        description="handshakes a client address may make at once above the steady rate, e.g. "
+        "reconnecting after a worker died (0 = no limit)",
+    )
+    messages_per_second_per_principal: float = Field(
+        1000.0,
+        gt=0,
+        description="inbound messages per second per principal across its connections before "
+        "close 4010",
+    )
+    message_burst_per_principal: int = Field(
+        2000,
+        ge=0,
+        description="messages per principal accepted at once above the steady rate (0 = no limit)",
+    )
+    failed_resumes_per_minute: float = Field(
+        10.0,
+        gt=0,
+        description="failed resumes (wrong token, unknown session) per minute per principal and "
+        "per address once the burst is spent; the others are refused unchecked",
+    )
+    failed_resume_burst: int = Field(
+        10,
+        ge=0,
+        description="failed resumes a principal or address may make at once (0 = no limit)",
+    )
+    quota_table_size: int = Field(
+        100_000,
+        ge=16,
+        description="idle clients the quota tables remember, per table (addresses, principals)",
+    )
+    quota_ipv6_prefix: int = Field(
+        64, ge=32, le=128, description="IPv6 clients in one network of this length count as one"
+    )
 
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> Settings:
@@ -196,4 +271,30 @@ class Settings(BaseModel):
             max_queue=self.engine_queue,
             prefill_per_token_s=self.prefill_per_token_ms / 1000.0,
             answer_tokens=self.answer_tokens,
+        )
+
+    def quota_limits(self) -> QuotaLimits:
+        """Quotas and rates per client address and principal."""
+        return QuotaLimits(
+            sessions_per_principal=self.max_sessions_per_principal,
+            sessions_per_ip=self.max_sessions_per_ip,
+            connections_per_principal=self.max_connections_per_principal,
+            connections_per_ip=self.max_connections_per_ip,
+            handshakes_per_second_per_ip=self.handshakes_per_second_per_ip,
+            handshake_burst_per_ip=self.handshake_burst_per_ip,
+            messages_per_second_per_principal=self.messages_per_second_per_principal,
+            message_burst_per_principal=self.message_burst_per_principal,
+            failed_resumes_per_minute=self.failed_resumes_per_minute,
+            failed_resume_burst=self.failed_resume_burst,
+            table_size=self.quota_table_size,
+            ipv6_prefix=self.quota_ipv6_prefix,
+            exempt=parse_networks(self.quota_exempt),
+        )
+
+    def front_door(self, live: Callable[[str], bool]) -> FrontDoor:
+        """The Origin allowlist and quotas; ``live`` tells whether a session is still here."""
+        return FrontDoor(
+            OriginPolicy.from_text(self.allowed_origins),
+            Quotas(self.quota_limits(), live),
+            parse_networks(self.trusted_proxies),
         )

@@ -1,0 +1,1 @@
+"""The front door: what a connection must get past before it reaches a session."""
