@@ -104,6 +104,7 @@ class SessionClient:
         self._first_ready: asyncio.Future[dict[str, Any]] | None = None
         self._last_heard = 0.0
         self._open_refused: str | None = None
+        self._connection_ready = False
         self.audio = audio
         self.sample_rate = int((audio or {}).get("sample_rate", 16000))
         self.microphone = Microphone(self.sample_rate)
@@ -527,7 +528,10 @@ class SessionClient:
 
     async def _connect_once(self) -> bool:
         """One connection's life; returns whether it got to ``session.ready``."""
-        got_ready = False
+        # Set by the read loop, not returned by it: an abnormal close leaves the loop
+        # with an exception, and a connection that reached session.ready must still
+        # reset the attempt counter (or a session dies on its Nth drop).
+        self._connection_ready = False
         try:
             async with connect(
                 self._connect_url(),
@@ -554,7 +558,7 @@ class SessionClient:
                 await ws.send(self.codec.encode(first))
                 watchdog = asyncio.create_task(self._watch(ws))
                 try:
-                    got_ready = await self._read(ws)
+                    await self._read(ws)
                 finally:
                     watchdog.cancel()
         except ConnectionClosed:
@@ -572,6 +576,7 @@ class SessionClient:
             self._open.clear()
             ws_done = self._ws
             self._ws = None
+        got_ready = self._connection_ready
         code = _close_code(ws_done)
         self.close_code = code
         self.close_codes.append(code)
@@ -592,8 +597,7 @@ class SessionClient:
             self._finish(f"closed with {code}")
         return got_ready
 
-    async def _read(self, ws: ClientConnection) -> bool:
-        got_ready = False
+    async def _read(self, ws: ClientConnection) -> None:
         loop = asyncio.get_running_loop()
         async for frame in ws:
             self._last_heard = loop.time()
@@ -605,7 +609,7 @@ class SessionClient:
                 continue
             for event in self.state.receive(message):
                 if event.get("type") == "session.ready":
-                    got_ready = True
+                    self._connection_ready = True
                     # Resent before new chunks may go out, or those would overtake it.
                     await self._resend_audio(ws, event)
                     self._on_ready(event)
@@ -615,7 +619,7 @@ class SessionClient:
                     # this connection carries no session; retry with backoff.
                     self._open_refused = str(event.get("code"))
                     await ws.close(1000, "refused")
-                    return False
+                    return
                 self._play(event)
                 self._on_tool_event(event)
                 if event.get("type") in ("response.created", "error"):
@@ -625,11 +629,10 @@ class SessionClient:
                 # Resume was refused: the session cannot go on.
                 await ws.close(1000, "resume refused")
                 self._finish("resume_failed", already_truncated=True)
-                return got_ready
+                return
             ack = self.state.ack_message()
             if ack is not None:
                 await ws.send(self.codec.encode(ack))
-        return got_ready
 
     def _refused(self, event: dict[str, Any]) -> bool:
         """An unsequenced error answering our session.start, or a retryable resume refusal."""
