@@ -19,6 +19,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from tests.processes import WSSERVER, cli_env
 from wsserver.client import AuthenticationError, Backoff, ClientError, SessionClient
 
 KEY = "wk_live_0123456789abcdef"
@@ -45,6 +46,11 @@ class StandIn:
 
     def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
         self.requests.append(request)
+        if request.path.startswith("/usage/"):
+            body = json.dumps({"session_id": request.path.removeprefix("/usage/")}).encode()
+            headers = Headers([("Content-Type", "application/json")])
+            headers["Content-Length"] = str(len(body))
+            return Response(200, "OK", headers, body)
         step = self.plan.pop(0) if self.plan else None
         if step is None:
             self.accepted_at.append(asyncio.get_running_loop().time())
@@ -192,6 +198,51 @@ def test_a_token_that_cannot_travel_is_refused_without_showing_it() -> None:
     assert "has space" not in str(bad.value)
     with pytest.raises(ValueError):
         SessionClient("ws://127.0.0.1:9", api_key="line\r\nX-Evil: 1")
+
+
+async def _run_cli(*args: str, **env: str) -> tuple[int, str]:
+    process = await asyncio.create_subprocess_exec(
+        *WSSERVER,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=cli_env(**env),
+    )
+    output, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, output.decode()
+
+
+async def test_chat_sends_the_credentials_and_reports_a_refusal(stand_in: StandIn) -> None:
+    stand_in.plan = [(401, {})]
+    code, output = await _run_cli(
+        "chat", "--url", stand_in.url, "--api-key", KEY, "--client-token", TOKEN, "hi"
+    )
+    assert code == 1
+    assert "http 401" in output
+    assert KEY not in output and TOKEN not in output
+    (request,) = stand_in.requests
+    assert request.headers["Authorization"] == f"Bearer {KEY}"
+    assert request.headers["Sec-WebSocket-Protocol"].endswith(f"wsserver.token.{TOKEN}")
+
+
+async def test_chat_takes_the_credentials_from_the_environment(stand_in: StandIn) -> None:
+    stand_in.plan = [(403, {})]
+    code, output = await _run_cli(
+        "chat", "--url", stand_in.url, "hi", WSSERVER_API_KEY=KEY, WSSERVER_CLIENT_TOKEN=TOKEN
+    )
+    assert (code, "http 403" in output) == (1, True)
+    (request,) = stand_in.requests
+    assert request.headers["Authorization"] == f"Bearer {KEY}"
+
+
+async def test_usage_sends_the_api_key_to_the_worker(stand_in: StandIn) -> None:
+    http_url = stand_in.url.replace("ws://", "http://")
+    code, output = await _run_cli("usage", "sess_x", "--url", http_url, "--api-key", KEY, "--json")
+    assert code == 0, output
+    assert json.loads(output) == {"session_id": "sess_x"}
+    (request,) = stand_in.requests
+    assert request.headers["Authorization"] == f"Bearer {KEY}"
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
