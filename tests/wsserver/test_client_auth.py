@@ -19,8 +19,15 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from protocol.codes import CLOSE_CODES, CloseCodeInfo, Disposition
 from tests.processes import WSSERVER, cli_env
-from wsserver.client import AuthenticationError, Backoff, ClientError, SessionClient
+from wsserver.client import (
+    AuthenticationError,
+    Backoff,
+    ClientError,
+    SessionClient,
+    SessionClosed,
+)
 
 KEY = "wk_live_0123456789abcdef"
 TOKEN = "ct_9876543210fedcba"
@@ -36,6 +43,8 @@ class StandIn:
     accepted_at: list[float] = field(default_factory=list)
     refused_at: list[float] = field(default_factory=list)
     connections: list[ServerConnection] = field(default_factory=list)
+    close_after_ready: int | None = None
+    """A close code to send right after ``session.ready``."""
     server: Server | None = None
 
     @property
@@ -76,6 +85,8 @@ class StandIn:
                     "heartbeat_interval_ms": 15000,
                 }
                 await ws.send(json.dumps(ready))
+                if self.close_after_ready is not None:
+                    await ws.close(self.close_after_ready, "refused")
 
 
 @pytest.fixture
@@ -167,6 +178,29 @@ async def test_credentials_refused_on_a_reconnect_end_the_session(stand_in: Stan
     with pytest.raises(AuthenticationError):
         await client.send_text("still there?")
     assert len(stand_in.requests) == 2
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "error"), [(4005, "SessionClosed"), (4403, "AuthenticationError")]
+)
+async def test_terminal_close_codes_are_read_from_the_registry(
+    stand_in: StandIn, monkeypatch: pytest.MonkeyPatch, code: int, error: str
+) -> None:
+    # A code the server adds later (here 4403) needs no SDK change: the registry decides.
+    info = CloseCodeInfo(4403, "forbidden", Disposition.TERMINAL, "not allowed")
+    monkeypatch.setitem(CLOSE_CODES, 4403, info)
+    client = _client(stand_in.url, api_key=KEY)
+    await client.open()
+    stand_in.close_after_ready = code
+    client.drop_connection()
+    events = []
+    with pytest.raises(SessionClosed) as ended:
+        while True:
+            events.append(await client.next_event(5))
+    assert type(ended.value).__name__ == error
+    assert client.close_codes == [1006, code]
+    assert len(stand_in.requests) == 2, "not retried"
     await client.close()
 
 
