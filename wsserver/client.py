@@ -7,7 +7,13 @@
 The client reconnects by itself after a dropped connection (jittered
 exponential backoff), resumes from the last seq it saw, and hands the
 application each event once, in order. A response that can no longer finish
-is reported as a ``response.truncated`` event.
+is reported as a ``response.truncated`` event. :meth:`SessionClient.close` ends the
+session on the server, also between connections.
+
+Credentials: ``api_key=`` (an API key or a JWT; ``Authorization: Bearer``) or
+``client_token=`` (minted by the app's backend; a ``wsserver.token.<token>``
+subprotocol entry), by default from ``WSSERVER_API_KEY`` / ``WSSERVER_CLIENT_TOKEN``.
+A refusal (HTTP 401/403) raises :class:`AuthenticationError` and is never retried.
 
 Voice: start with ``audio={...}`` (the ``session.start`` audio settings), send
 microphone PCM16 with :meth:`SessionClient.send_audio` or
