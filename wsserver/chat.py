@@ -55,14 +55,21 @@ def _print_event(event: dict[str, Any], verbose: bool) -> None:
 
 async def run_chat(args: argparse.Namespace) -> int:
     """One question (exit 0 after ``response.done``) or an interactive chat."""
-    client = SessionClient(
-        args.url,
-        encoding=args.encoding,
-        instructions=args.instructions,
-        max_output_tokens=args.max_output_tokens,
-        open_timeout=args.open_timeout,
-        tools=DEMO_TOOLS if args.tools else None,
-    )
+    try:
+        client = SessionClient(
+            args.url,
+            encoding=args.encoding,
+            instructions=args.instructions,
+            max_output_tokens=args.max_output_tokens,
+            open_timeout=args.open_timeout,
+            api_key=args.api_key,
+            client_token=args.client_token,
+            tools=DEMO_TOOLS if args.tools else None,
+        )
+    except ValueError as exc:
+        # A key or token the handshake cannot carry (the message never shows it).
+        print(f"wsserver chat: {exc}", file=sys.stderr)
+        return 2
     try:
         await client.open()
     except (OSError, ClientError, TimeoutError) as exc:

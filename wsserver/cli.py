@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wsserver.chat import run_chat
+from wsserver.client_auth import API_KEY_ENV, CLIENT_TOKEN_ENV
 from wsserver.demo import run_demo
 from wsserver.router_cli import add_router_parser, run_router
 from wsserver.settings import ENV_PREFIX, Settings
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to keep trying to open the session",
     )
     chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
+    add_credential_arguments(chat)
     chat.add_argument(
         "--tools",
         action="store_true",
@@ -140,8 +142,30 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument(
         "--url", default=None, help="a worker's base URL, e.g. http://127.0.0.1:8765"
     )
+    usage.add_argument(
+        "--api-key",
+        default=None,
+        help=f"with --url: an API key or JWT for the worker's /usage endpoint, sent as "
+        f"Authorization: Bearer (prefer the environment: [env {API_KEY_ENV}])",
+    )
     usage.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
+
+
+def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--api-key`` and ``--client-token`` of the SDK's commands (flags show in ``ps``)."""
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help="an API key or a JWT, sent as Authorization: Bearer (prefer the environment: "
+        f"[env {API_KEY_ENV}])",
+    )
+    parser.add_argument(
+        "--client-token",
+        default=None,
+        help="a short-lived client token minted by your backend, sent as the WebSocket "
+        f"subprotocol wsserver.token.<token> [env {CLIENT_TOKEN_ENV}]",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,13 @@
 The client reconnects by itself after a dropped connection (jittered
 exponential backoff), resumes from the last seq it saw, and hands the
 application each event once, in order. A response that can no longer finish
-is reported as a ``response.truncated`` event.
+is reported as a ``response.truncated`` event. :meth:`SessionClient.close` ends the
+session on the server, also between connections.
+
+Credentials: ``api_key=`` (an API key or a JWT; ``Authorization: Bearer``) or
+``client_token=`` (minted by the app's backend; a ``wsserver.token.<token>``
+subprotocol entry), by default from ``WSSERVER_API_KEY`` / ``WSSERVER_CLIENT_TOKEN``.
+A refusal (HTTP 401/403) raises :class:`AuthenticationError` and is never retried.
 
 Voice: start with ``audio={...}`` (the ``session.start`` audio settings), send
 microphone PCM16 with :meth:`SessionClient.send_audio` or
@@ -31,28 +37,45 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
-from websockets.typing import Subprotocol
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from protocol.audio_frame import audio_event_from_frame, is_audio_frame
 from protocol.client_session import TRUNCATED, ClientSession, ClientState, SequenceGap
-from protocol.codes import ERROR_CODES, Disposition, close_disposition
+from protocol.codes import CLOSE_CODES, ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, codec_for
 from protocol.errors import ProtocolError
+from wsserver.client_auth import Credentials, RedactingLogger, retry_after_seconds
 from wsserver.client_tools import ToolBox, ToolHandler
-from wsserver.client_types import Backoff, ClientError, ResponseResult, SessionClosed
+from wsserver.client_types import (
+    AuthenticationError,
+    Backoff,
+    ClientError,
+    ResponseResult,
+    SessionClosed,
+)
 from wsserver.microphone import Microphone
 from wsserver.playback import RealtimePlayer
 
 _END = object()
 
-__all__ = ["Backoff", "ClientError", "ResponseResult", "SessionClient", "SessionClosed"]
+__all__ = [
+    "AuthenticationError",
+    "Backoff",
+    "ClientError",
+    "ResponseResult",
+    "SessionClient",
+    "SessionClosed",
+]
+
+# Close codes a server uses to refuse credentials: ended as an AuthenticationError.
+_AUTH_CLOSE_NAMES = frozenset({"unauthorized", "forbidden"})
 
 
 class SessionClient:
@@ -74,7 +97,19 @@ class SessionClient:
         playback_report_interval: float = 0.1,
         tools: dict[str, ToolHandler] | None = None,
         run_tools: bool = True,
+        api_key: str | None = None,
+        client_token: str | None = None,
+        close_timeout: float = 5.0,
     ) -> None:
+        """Nothing connects until :meth:`open` (or ``async with``).
+
+        ``api_key``: an API key or a JWT, sent as ``Authorization: Bearer``;
+        ``client_token``: a short-lived token minted by the app's backend, sent as the
+        subprotocol entry ``wsserver.token.<token>`` (for browsers and apps, which
+        should not hold an API key). Each defaults to ``WSSERVER_API_KEY`` /
+        ``WSSERVER_CLIENT_TOKEN`` from the environment. ``close_timeout`` bounds
+        :meth:`close`, including the extra connection it makes between connections.
+        """
         self.urls: tuple[str, ...] = (url,) if isinstance(url, str) else tuple(url)
         if not self.urls:
             raise ValueError("at least one url")
@@ -86,6 +121,12 @@ class SessionClient:
         self.reconnect = reconnect
         self.backoff = backoff or Backoff()
         self.open_timeout = open_timeout
+        self.close_timeout = close_timeout
+        self._credentials = Credentials.resolve(api_key, client_token)
+        self._logger = RedactingLogger(logging.getLogger("websockets.client"), self._secrets)
+        self._not_before: dict[str, float] = {}
+        """Per URL: no attempt before this loop time (the server's ``Retry-After``)."""
+        self._auth_refusal: str | None = None
         self.state = ClientSession(ack_every=ack_every)
         self.reconnects = 0
         self.close_code: int | None = None
@@ -104,6 +145,7 @@ class SessionClient:
         self._first_ready: asyncio.Future[dict[str, Any]] | None = None
         self._last_heard = 0.0
         self._open_refused: str | None = None
+        self._connection_ready = False
         self.audio = audio
         self.sample_rate = int((audio or {}).get("sample_rate", 16000))
         self.microphone = Microphone(self.sample_rate)
@@ -152,17 +194,74 @@ class SessionClient:
             raise
 
     async def close(self) -> None:
-        """End the session: a normal close, which aborts any running response."""
+        """End the session on the server: a normal close, which aborts any running response.
+
+        Between connections (reconnecting) it connects once more, resumes and closes
+        normally, within ``close_timeout``, so the server does not keep the session for
+        its resume window nor the response generating for its grace period.
+        """
         self._closing = True
         if self._reporter is not None:
             self._reporter.cancel()
         ws = self._ws
-        if ws is not None:
+        ended = False
+        if ws is not None and self._open.is_set():
             await ws.close(1000, "client closed")
+            # A socket that died unnoticed takes the close frame nowhere.
+            ended = ws.protocol.close_rcvd is not None
+        resumable = (
+            not ended
+            and self.state.state is not ClientState.CLOSED
+            and self.state.session_id is not None
+            and self.state.resume_token is not None
+        )
+        resume = self._resume_request() if resumable else None
         if self._runner is not None:
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
             self._runner = None
+        if resume is not None:
+            await self._end_on_server(resume)
+
+    def _resume_request(self) -> dict[str, Any]:
+        return {
+            "type": "session.resume",
+            "session_id": self.state.session_id,
+            "resume_token": self.state.resume_token,
+            "last_seq": self.state.last_seq,
+        }
+
+    async def _end_on_server(self, resume: dict[str, Any]) -> None:
+        """Resume on a fresh connection only to close it with 1000, which ends the session."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.close_timeout):
+                for offset in range(len(self.urls)):
+                    url = self.urls[(self._url_index + offset) % len(self.urls)]
+                    with contextlib.suppress(OSError, InvalidHandshake, ConnectionClosed):
+                        if await self._resume_and_end(url, resume):
+                            return
+
+    async def _resume_and_end(self, url: str, resume: dict[str, Any]) -> bool:
+        """Whether the server answered (ended the session, or has none to end)."""
+        async with connect(self._session_url(url), **self._connect_options()) as ws:
+            await ws.send(self.codec.encode(resume))
+            async for frame in ws:
+                if isinstance(frame, bytes) and is_audio_frame(frame):
+                    continue
+                try:
+                    message = self.codec.decode(frame)
+                except ProtocolError:
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                if message.get("type") == "session.ready":
+                    await ws.close(1000, "client closed")
+                    return True
+                if message.get("type") == "error" and "seq" not in message:
+                    # Gone already, or not this worker's to end now (store down).
+                    info = ERROR_CODES.get(str(message.get("code")))
+                    return info is None or info.disposition is Disposition.TERMINAL
+        return False
 
     def drop_connection(self) -> None:
         """Cut the TCP connection without a close frame, as a network handoff would."""
@@ -177,11 +276,35 @@ class SessionClient:
 
     def _connect_url(self) -> str:
         """The URL to connect to; a resume names its session, so a router finds its owner."""
+        return self._session_url(self.url)
+
+    def _session_url(self, url: str) -> str:
         session_id = self.state.session_id
         if session_id is None:
-            return self.url
-        separator = "&" if "?" in self.url else "?"
-        return f"{self.url}{separator}session_id={session_id}"
+            return url
+        separator = "&" if "?" in url else "?"
+        return f"{url}{separator}session_id={session_id}"
+
+    def _connect_options(self) -> dict[str, Any]:
+        """Handshake options of every connection: credentials, no compression."""
+        return {
+            "subprotocols": self._credentials.subprotocols(self.subprotocol),
+            "additional_headers": self._credentials.headers(),
+            "compression": None,
+            "open_timeout": self.open_timeout,
+            "close_timeout": self.close_timeout,
+            "max_size": None,
+            "logger": self._logger,
+        }
+
+    def _secrets(self) -> tuple[str, ...]:
+        """What the connection's debug log must not show."""
+        token = self.state.resume_token
+        return (*self._credentials.secrets(), *((token,) if token else ()))
+
+    def __repr__(self) -> str:
+        # Never the key, the client token or the resume token.
+        return f"SessionClient(url={self.url!r}, session_id={self.session_id!r})"
 
     @property
     def session_id(self) -> str | None:
@@ -199,7 +322,7 @@ class SessionClient:
         """Send one client message, waiting for a (re)connected session first."""
         while True:
             if self.state.state is ClientState.CLOSED:
-                raise SessionClosed(f"session closed (code {self.close_code})")
+                raise self._closed_error()
             await self._open.wait()
             ws = self._ws
             if ws is None:
@@ -444,7 +567,7 @@ class SessionClient:
         item = await asyncio.wait_for(self._events.get(), timeout)
         if item is _END:
             self._events.put_nowait(_END)
-            raise SessionClosed(f"session closed (code {self.close_code})")
+            raise self._closed_error()
         event: dict[str, Any] = item
         return event
 
@@ -515,11 +638,13 @@ class SessionClient:
                 if not self.reconnect or attempt >= self.backoff.max_attempts:
                     self._finish("reconnect_exhausted")
                     break
-                await asyncio.sleep(self.backoff.delay(attempt))
-                attempt += 1
-                self.reconnects += 1
                 # With several workers listed, each reconnect tries the next one.
                 self._url_index += 1
+                loop = asyncio.get_running_loop()
+                wait = self._not_before.get(self.url, 0.0) - loop.time()
+                await asyncio.sleep(max(self.backoff.delay(attempt), wait))
+                attempt += 1
+                self.reconnects += 1
         finally:
             self._open.clear()
             if self.state.state is not ClientState.CLOSED:
@@ -527,15 +652,12 @@ class SessionClient:
 
     async def _connect_once(self) -> bool:
         """One connection's life; returns whether it got to ``session.ready``."""
-        got_ready = False
+        # Set by the read loop, not returned by it: an abnormal close leaves the loop
+        # with an exception, and a connection that reached session.ready must still
+        # reset the attempt counter (or a session dies on its Nth drop).
+        self._connection_ready = False
         try:
-            async with connect(
-                self._connect_url(),
-                subprotocols=[Subprotocol(self.subprotocol)],
-                compression=None,
-                open_timeout=self.open_timeout,
-                max_size=None,
-            ) as ws:
+            async with connect(self._connect_url(), **self._connect_options()) as ws:
                 self._ws = ws
                 first = (
                     self.state.resume_message()
@@ -554,7 +676,7 @@ class SessionClient:
                 await ws.send(self.codec.encode(first))
                 watchdog = asyncio.create_task(self._watch(ws))
                 try:
-                    got_ready = await self._read(ws)
+                    await self._read(ws)
                 finally:
                     watchdog.cancel()
         except ConnectionClosed:
@@ -565,6 +687,8 @@ class SessionClient:
             self.sequence_gaps += 1
             if self._ws is not None:
                 self._ws.transport.abort()
+        except InvalidStatus as exc:
+            self._on_refused_handshake(exc)
         except (OSError, InvalidHandshake, TimeoutError) as exc:
             if isinstance(exc, InvalidURI):
                 raise
@@ -572,11 +696,20 @@ class SessionClient:
             self._open.clear()
             ws_done = self._ws
             self._ws = None
+        got_ready = self._connection_ready
         code = _close_code(ws_done)
         self.close_code = code
         self.close_codes.append(code)
         if self._closing or self.state.state is ClientState.CLOSED:
             return got_ready
+        if self._auth_refusal is not None:
+            self._finish(self._auth_refusal)
+            return False
+        close_info = CLOSE_CODES.get(code) if code is not None else None
+        if close_info is not None and close_info.name in _AUTH_CLOSE_NAMES:
+            self._auth_refusal = f"closed with {code} ({close_info.name})"
+            self._finish(self._auth_refusal)
+            return False
         refused, self._open_refused = self._open_refused, None
         if refused is not None:
             info = ERROR_CODES.get(refused)
@@ -592,8 +725,7 @@ class SessionClient:
             self._finish(f"closed with {code}")
         return got_ready
 
-    async def _read(self, ws: ClientConnection) -> bool:
-        got_ready = False
+    async def _read(self, ws: ClientConnection) -> None:
         loop = asyncio.get_running_loop()
         async for frame in ws:
             self._last_heard = loop.time()
@@ -605,7 +737,7 @@ class SessionClient:
                 continue
             for event in self.state.receive(message):
                 if event.get("type") == "session.ready":
-                    got_ready = True
+                    self._connection_ready = True
                     # Resent before new chunks may go out, or those would overtake it.
                     await self._resend_audio(ws, event)
                     self._on_ready(event)
@@ -615,7 +747,7 @@ class SessionClient:
                     # this connection carries no session; retry with backoff.
                     self._open_refused = str(event.get("code"))
                     await ws.close(1000, "refused")
-                    return False
+                    return
                 self._play(event)
                 self._on_tool_event(event)
                 if event.get("type") in ("response.created", "error"):
@@ -625,11 +757,26 @@ class SessionClient:
                 # Resume was refused: the session cannot go on.
                 await ws.close(1000, "resume refused")
                 self._finish("resume_failed", already_truncated=True)
-                return got_ready
+                return
             ack = self.state.ack_message()
             if ack is not None:
                 await ws.send(self.codec.encode(ack))
-        return got_ready
+
+    def _on_refused_handshake(self, exc: InvalidStatus) -> None:
+        """HTTP refusal of the upgrade: credentials (terminal) or busy (retry later)."""
+        status = exc.response.status_code
+        if status in (401, 403):
+            # Retrying the same credentials cannot help; the message shows no secret.
+            self._auth_refusal = f"handshake refused: http {status}"
+        elif status in (429, 503):
+            wait = retry_after_seconds(exc.response.headers.get("Retry-After"))
+            if wait is not None:
+                self._not_before[self.url] = asyncio.get_running_loop().time() + wait
+
+    def _closed_error(self) -> SessionClosed:
+        if self._auth_refusal is not None:
+            return AuthenticationError(self._auth_refusal)
+        return SessionClosed(f"session closed (code {self.close_code})")
 
     def _refused(self, event: dict[str, Any]) -> bool:
         """An unsequenced error answering our session.start, or a retryable resume refusal."""
@@ -682,7 +829,8 @@ class SessionClient:
         self.state.state = ClientState.CLOSED
         self._events.put_nowait(_END)
         if self._first_ready is not None and not self._first_ready.done():
-            self._first_ready.set_exception(SessionClosed(reason))
+            error = AuthenticationError if self._auth_refusal is not None else SessionClosed
+            self._first_ready.set_exception(error(reason))
 
 
 def _close_code(ws: ClientConnection | None) -> int | None:

@@ -15,6 +15,13 @@ class SessionClosed(ClientError):
     """The session ended for good (terminal close code, failed resume, or close())."""
 
 
+class AuthenticationError(SessionClosed):
+    """The server refused the credentials (HTTP 401/403 or an auth close code); never retried.
+
+    A :class:`SessionClosed` too: the session cannot go on with these credentials.
+    """
+
+
 @dataclass(slots=True)
 class ResponseResult:
     """A finished (or truncated) response."""

@@ -163,6 +163,14 @@ class WorkerServer:
         for runtime in list(self.sessions.values()):
             # Ended here, explicitly and continuable, rather than lost with the worker.
             runtime.stop_running("worker_draining")
+        if not self.store.shared:
+            # The close stops the writers, and with the memory store no other worker can
+            # replay those response.done: let the writers send them first (bounded, for
+            # clients that stopped reading). A shared store's next owner replays them, and
+            # a client answering at once must not start a response here.
+            flush_deadline = loop.time() + self.settings.close_timeout
+            while self._unsent() and loop.time() < flush_deadline:  # noqa: ASYNC110
+                await asyncio.sleep(0.01)
         for connection in list(self.connections):
             connection.close(CloseCode.SERVICE_RESTART, "service restart: resume elsewhere")
         # Numbered events of the departed clients go to the store for the new owners.
@@ -171,6 +179,12 @@ class WorkerServer:
 
     def _running(self) -> int:
         return sum(1 for r in self.sessions.values() if r.session.active is not None)
+
+    def _unsent(self) -> bool:
+        """Whether an attached session still has events its writer has not sent."""
+        return any(
+            bool(c.runtime.session.outbox) for c in self.connections if c.runtime is not None
+        )
 
     async def stop(self) -> None:
         """Shutdown: stop accepting, close clients with 1001, persist, stop the engine."""

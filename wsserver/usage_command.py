@@ -11,6 +11,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from wsserver.client_auth import API_KEY_ENV
 from wsserver.settings import ENV_PREFIX
 from wsserver.store.base import SessionStoreUnavailable, StoreLimits
 from wsserver.store.factory import open_store
@@ -25,7 +26,8 @@ async def print_usage(args: argparse.Namespace) -> int:
             report = await _from_store(store_url, args.session_id)
         else:
             base = args.url or "http://127.0.0.1:8765"
-            report = await asyncio.to_thread(_from_worker, base, args.session_id)
+            api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
+            report = await asyncio.to_thread(_from_worker, base, args.session_id, api_key)
     except (SessionStoreUnavailable, OSError, ValueError) as exc:
         print(f"wsserver usage: {exc}", file=sys.stderr)
         return 1
@@ -45,13 +47,18 @@ async def _from_store(url: str, session_id: str) -> dict[str, Any] | None:
     return usage_report(session_id, entries) if entries else None
 
 
-def _from_worker(base: str, session_id: str) -> dict[str, Any] | None:
+def _from_worker(base: str, session_id: str, api_key: str | None) -> dict[str, Any] | None:
     url = base.rstrip("/").replace("ws://", "http://").replace("wss://", "https://")
+    request = urllib.request.Request(f"{url}/usage/{session_id}")
+    if api_key:
+        request.add_header("Authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(f"{url}/usage/{session_id}", timeout=5) as response:
+        with urllib.request.urlopen(request, timeout=5) as response:
             report: dict[str, Any] = json.load(response)
             return report
     except urllib.error.HTTPError as exc:
         if exc.code == 404:
             return None
+        if exc.code in (401, 403):
+            raise ValueError(f"the worker refused the credentials (http {exc.code})") from None
         raise

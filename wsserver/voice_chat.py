@@ -87,15 +87,22 @@ async def run_voice_chat(args: argparse.Namespace) -> int:
         print(f"wsserver chat: {exc}", file=sys.stderr)
         return 2
     detection: dict[str, Any] = {"type": args.turn_detection}
-    client = SessionClient(
-        args.url,
-        encoding=args.encoding,
-        instructions=args.instructions,
-        max_output_tokens=args.max_output_tokens,
-        open_timeout=args.open_timeout,
-        audio={"sample_rate": rate, "turn_detection": detection},
-        simulate_playback=True,
-    )
+    try:
+        client = SessionClient(
+            args.url,
+            encoding=args.encoding,
+            instructions=args.instructions,
+            max_output_tokens=args.max_output_tokens,
+            open_timeout=args.open_timeout,
+            api_key=args.api_key,
+            client_token=args.client_token,
+            audio={"sample_rate": rate, "turn_detection": detection},
+            simulate_playback=True,
+        )
+    except ValueError as exc:
+        # A key or token the handshake cannot carry (the message never shows it).
+        print(f"wsserver chat: {exc}", file=sys.stderr)
+        return 2
     try:
         await client.open()
     except (OSError, ClientError, TimeoutError) as exc:

@@ -16,6 +16,8 @@ class ChoppingRelay:
         self.random = random.Random(seed)
         self.pieces = 0
         self.frozen: set[asyncio.StreamWriter] = set()
+        self.refusing = False
+        """While set, new connections are closed at once (a network with no route)."""
         self._writers: set[asyncio.StreamWriter] = set()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -35,7 +37,16 @@ class ChoppingRelay:
         """Silently stop forwarding on every open connection (a half-open network path)."""
         self.frozen |= self._writers
 
+    def cut(self) -> None:
+        """Drop every open connection without a close frame (a network handoff)."""
+        for writer in self._writers:
+            writer.transport.abort()
+        self._writers.clear()
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.transport.abort()
+            return
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self._writers |= {writer, up_writer}
         for src, dst in ((reader, up_writer), (up_reader, writer)):

@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from tests.processes import eventually
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.relay import ChoppingRelay
 from wsserver.client import Backoff, SessionClient, SessionClosed
@@ -147,3 +148,26 @@ async def test_terminal_close_before_the_session_opens_is_not_retried(
         await client.open()
     assert client.close_code == 1009
     assert client.reconnects == 0
+
+
+async def test_a_session_survives_any_number_of_drops_that_each_resume(
+    start_server: StartServer,
+) -> None:
+    # A phone changing networks all day: every drop is followed by a successful resume,
+    # so the attempt counter starts again each time and the session never gives up.
+    server = await start_server(answer_tokens=5)
+    relay = ChoppingRelay(server.port, max_piece=65536)
+    port = await relay.start()
+    client = SessionClient(f"ws://127.0.0.1:{port}", backoff=Backoff(base=0.01, max_attempts=2))
+    try:
+        await client.open()
+        for drop in range(1, 25):
+            relay.cut()
+            await eventually(lambda n=drop: len(client.close_codes) == n)
+            result = await client.ask(f"after drop {drop}")
+            assert result.status == "completed", f"drop {drop}: {result.status} {result.reason}"
+        assert client.close_codes == [1006] * 24
+        assert client.reconnects == 24
+    finally:
+        await client.close()
+        await relay.stop()

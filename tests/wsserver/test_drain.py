@@ -99,6 +99,25 @@ async def test_a_second_signal_forces_the_drain(workers: Any) -> None:
     assert await asyncio.to_thread(_exit_code, a) == 0
 
 
+async def test_with_the_memory_store_the_drained_answer_ends_before_the_close() -> None:
+    # Nothing can resume this session elsewhere: its response.done must come before 1012.
+    worker = WorkerProcess(
+        *("--decode-rate", "50", "--answer-tokens", "4000", "--drain-timeout", "0.3"), name="m"
+    ).start()
+    try:
+        client = await RawClient.connect(worker.url)
+        await client.start()
+        await client.send({"type": "response.create", "input": "a very long story"})
+        await client.until("response.text.delta")
+        worker.signal(signal.SIGTERM)
+        done = await client.until("response.done", 20)
+        assert (done["status"], done["reason"]) == ("incomplete", "worker_draining")
+        assert await client.closed_code(20) == 1012
+        assert await asyncio.to_thread(_exit_code, worker) == 0
+    finally:
+        worker.stop()
+
+
 async def test_a_full_worker_refuses_new_sessions_with_a_retry_hint(workers: Any) -> None:
     a = workers("a", "--max-sessions", "1")
     first = await RawClient.connect(a.url)

@@ -205,13 +205,20 @@ async def test_redis_down_and_back(start_worker: Any) -> None:
         redis.kill()
 
 
-async def test_trimmed_history_fails_with_a_snapshot(start_worker: Any) -> None:
-    flags = ("--replay-max-events", "16", "--answer-tokens", "80")
+async def test_trimmed_history_fails_with_a_snapshot(start_worker: Any, redis_url: str) -> None:
+    # The snapshot comes from the store, as of the owner's last batch: a resume elsewhere
+    # right after an answer can see the one before it. A slow flush widens that window
+    # (a loaded machine opens it by chance), so the test waits for the batch first.
+    flags = ("--replay-max-events", "16", "--answer-tokens", "80", "--store-flush-ms", "200")
     a, b = start_worker("a", *flags), start_worker("b", *flags)
-    async with SessionClient(a.url) as client:
-        first = await client.ask(PROMPT)
-        session_id, token = client.session_id, client.state.resume_token
-        client.drop_connection()
+    client = SessionClient(a.url)
+    await client.open()
+    first = await client.ask(PROMPT)
+    session_id, token = client.session_id, client.state.resume_token
+    assert session_id is not None
+    await _stored_snapshot_when(
+        redis_url, session_id, lambda snap: (snap.last_response or {}).get("status") == "completed"
+    )
     raw = await RawClient.connect(b.url)
     await raw.send(
         {"type": "session.resume", "session_id": session_id, "resume_token": token, "last_seq": 2}
@@ -223,6 +230,7 @@ async def test_trimmed_history_fails_with_a_snapshot(start_worker: Any) -> None:
     assert snapshot["last_response"]["text"] == first.text
     assert snapshot["last_response"]["status"] == "completed"
     await raw.close()
+    await client.close()
 
 
 async def test_expired_history_fails_with_a_snapshot(start_worker: Any) -> None:
@@ -335,6 +343,25 @@ async def _stored_turns(redis_url: str, session_id: str) -> list[Turn]:
         await store.close()
     assert record is not None
     return [Turn.from_wire(t) for t in ConversationSnapshot.from_dict(record.conversation).turns]
+
+
+async def _stored_snapshot_when(
+    redis_url: str, session_id: str, condition: Any, timeout: float = 15.0
+) -> ConversationSnapshot:
+    """The stored conversation snapshot once ``condition(snapshot)`` holds (bounded wait)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    store = open_store(redis_url, StoreLimits())
+    try:
+        while True:
+            record = await store.get(session_id)
+            if record is not None:
+                snapshot = ConversationSnapshot.from_dict(record.conversation)
+                if condition(snapshot):
+                    return snapshot
+            assert asyncio.get_running_loop().time() < deadline, "store never got the batch"
+            await asyncio.sleep(0.02)
+    finally:
+        await store.close()
 
 
 async def _stored_turns_when(
