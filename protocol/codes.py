@@ -48,6 +48,8 @@ class CloseCode(enum.IntEnum):
     SESSION_MOVED = 4003
     SESSION_CLOSED = 4004
     FLOOD = 4005
+    UNAUTHORIZED = 4401
+    FORBIDDEN = 4403
 
 
 CLOSE_CODES: dict[int, CloseCodeInfo] = {
@@ -113,6 +115,20 @@ CLOSE_CODES: dict[int, CloseCodeInfo] = {
         ),
         CloseCodeInfo(
             4005, "flood", Disposition.TERMINAL, "the client sent messages faster than allowed"
+        ),
+        CloseCodeInfo(
+            4401,
+            "unauthorized",
+            Disposition.TERMINAL,
+            "the connection's credential expired before it opened or resumed a session; "
+            "connect again with a fresh one",
+        ),
+        CloseCodeInfo(
+            4403,
+            "forbidden",
+            Disposition.TERMINAL,
+            "the connection's credential may not do this (a client token that may not open "
+            "sessions, or has opened all it may)",
         ),
     )
 }

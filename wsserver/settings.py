@@ -5,18 +5,22 @@ from __future__ import annotations
 import os
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from protocol.server_session import SessionLimits
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
+from wsserver.frontdoor.config import FrontDoorSettings
 from wsserver.store.base import StoreLimits
 
 ENV_PREFIX = "WSSERVER_"
 
 
-class Settings(BaseModel):
-    """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable."""
+class Settings(FrontDoorSettings):
+    """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable.
+
+    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
