@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl as ssl_module
 import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -74,6 +75,7 @@ class SessionClient:
         playback_report_interval: float = 0.1,
         tools: dict[str, ToolHandler] | None = None,
         run_tools: bool = True,
+        ssl: ssl_module.SSLContext | None = None,
     ) -> None:
         self.urls: tuple[str, ...] = (url,) if isinstance(url, str) else tuple(url)
         if not self.urls:
@@ -121,6 +123,8 @@ class SessionClient:
             self.toolbox.register(name, handler, **_describe_handler(handler))
         self.run_tools = run_tools
         self._tool_tasks: set[asyncio.Task[None]] = set()
+        self.ssl = ssl
+        """TLS context for wss:// URLs (None: the system's CAs)."""
 
     # -- lifecycle -------------------------------------------------------
 
@@ -529,12 +533,15 @@ class SessionClient:
         """One connection's life; returns whether it got to ``session.ready``."""
         got_ready = False
         try:
+            url = self._connect_url()
+            tls: dict[str, Any] = {"ssl": self.ssl} if url.startswith("wss://") and self.ssl else {}
             async with connect(
-                self._connect_url(),
+                url,
                 subprotocols=[Subprotocol(self.subprotocol)],
                 compression=None,
                 open_timeout=self.open_timeout,
                 max_size=None,
+                **tls,
             ) as ws:
                 self._ws = ws
                 first = (

@@ -5,7 +5,9 @@ Per connection, in order:
 1. read the HTTP request head, bounded in size (``max_head_bytes``) and time
    (``handshake_timeout``). No WebSocket library: frames are never parsed, so close
    codes, pings and every message pass through untouched;
-2. answer ``/healthz``, ``/readyz`` and ``/stats``; any other non-upgrade request gets 400;
+2. answer ``/healthz`` and ``/readyz`` (open to probes); authenticate everything else
+   (:mod:`wsserver.frontdoor`: 401/403 before any worker is contacted); answer ``/stats``
+   (admin credential) and ``POST /v1/client_tokens``; any other non-upgrade request gets 400;
 3. order the candidate workers (:func:`placement_order`): the session's owner if it is
    live, then rendezvous hashing over the live workers the background refresh last read;
 4. for each candidate: connect, forward the head, and read the worker's response head
@@ -24,13 +26,20 @@ import logging
 import os
 import secrets
 import socket
+import ssl
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
+from wsserver.frontdoor.config import FrontDoorSettings
+from wsserver.frontdoor.principal import Principal
+from wsserver.frontdoor.tls import client_context, server_context
+from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
+from wsserver.frontdoor.token_endpoint import mint_client_token
 from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry, placement_order
 
 log = logging.getLogger("wsserver.router")
@@ -48,11 +57,16 @@ COUNTERS = (
     "worker_refusals",
     "worker_failures",
     "bad_requests",
+    "unauthorized",
 )
 
 
-class RouterSettings(BaseModel):
-    """Router settings. Each field is a ``--flag`` and a ``WSSERVER_ROUTER_FIELD`` variable."""
+class RouterSettings(FrontDoorSettings):
+    """Router settings. Each field is a ``--flag`` and a ``WSSERVER_ROUTER_FIELD`` variable.
+
+    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`;
+    the router checks credentials itself and forwards them, so workers check again.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -74,6 +88,11 @@ class RouterSettings(BaseModel):
     # buffers for the kernel's ~15 minutes of retransmissions.
     tcp_user_timeout: float = Field(
         30.0, ge=0, description="seconds sent data may stay unacknowledged (Linux; 0 = off)"
+    )
+    worker_ca_file: str = Field(
+        "",
+        description="CA bundle that signs the certificates of wss:// workers "
+        "(default: the system's)",
     )
 
     @classmethod
@@ -164,6 +183,12 @@ class Router:
         self._connections: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._refreshed = False
+        self.authenticator = Authenticator.from_settings(settings, settings.host)
+        self.tls = (
+            server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
+        )
+        self._worker_tls: ssl.SSLContext | None = None
+        self._admin_server: asyncio.Server | None = None
 
     async def start(self) -> None:
         """Read the workers once, listen, and keep the worker list fresh."""
@@ -174,7 +199,13 @@ class Router:
             self.settings.port,
             limit=max(self.settings.max_head_bytes, _CHUNK),
             backlog=2048,  # a dead worker's clients all come back at once
+            ssl=self.tls,
+            ssl_handshake_timeout=self.settings.handshake_timeout if self.tls else None,
         )
+        if self.settings.admin_port:
+            self._admin_server = await asyncio.start_server(
+                self._accept_admin, self.settings.admin_host, self.settings.admin_port
+            )
         self._refresher = asyncio.create_task(self._refresh_loop(), name="router refresh")
 
     @property
@@ -186,6 +217,9 @@ class Router:
     async def stop(self) -> None:
         """Stop listening and cut every relayed connection (clients resume elsewhere)."""
         self._closing = True
+        if self._admin_server is not None:
+            self._admin_server.close()
+            await self._admin_server.wait_closed()
         if self._server is not None:
             self._server.close()
         tasks = [*self._connections, *([self._refresher] if self._refresher else [])]
@@ -255,20 +289,64 @@ class Router:
         except (asyncio.IncompleteReadError, TimeoutError, OSError):
             self.counters["bad_requests"] += 1  # gone or silent before a whole head: just close
             return None
+        if not head.upgrade and head.method == "GET" and head.path in ("/healthz", "/readyz"):
+            return await self._probe(head.path, writer)
+        found = self.authenticator.authenticate(
+            authorization=head.headers.get("authorization"),
+            subprotocols=head.headers.get("sec-websocket-protocol"),
+            query=urlsplit(head.target).query,
+        )
+        if isinstance(found, AuthRefusal):
+            self.counters["unauthorized"] += 1
+            return await _refuse(writer, found)
         if head.upgrade:
             await self._relay(head, reader, writer)
-        elif head.method == "GET" and head.path == "/healthz":
-            await _respond(writer, HTTPStatus.OK, {"status": "ok"})
-        elif head.method == "GET" and head.path == "/readyz":
-            routable = sum(not w.draining for w in self.workers)
-            ready = self.registry_up and routable > 0
-            body = {"ready": ready, "registry": self.registry_up, "routable_workers": routable}
-            await _respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
+        elif head.path == CLIENT_TOKENS_PATH:
+            status, body = mint_client_token(
+                self.authenticator, self.settings, found, head.method, urlsplit(head.target).query
+            )
+            await _respond(writer, status, body)
         elif head.method == "GET" and head.path == "/stats":
-            await _respond(writer, HTTPStatus.OK, self.stats())
+            await self._stats(found, writer)
         else:
             await self._reject(writer, HTTPStatus.BAD_REQUEST, "expected a websocket upgrade")
         return None
+
+    async def _probe(self, path: str, writer: asyncio.StreamWriter) -> None:
+        if path == "/healthz":
+            return await _respond(writer, HTTPStatus.OK, {"status": "ok"})
+        routable = sum(not w.draining for w in self.workers)
+        ready = self.registry_up and routable > 0
+        body = {"ready": ready, "registry": self.registry_up, "routable_workers": routable}
+        await _respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
+        return None
+
+    async def _stats(self, principal: Principal, writer: asyncio.StreamWriter) -> None:
+        if not principal.admin:
+            return await _refuse(writer, forbidden("stats needs an admin key"))
+        await _respond(writer, HTTPStatus.OK, self.stats())
+        return None
+
+    async def _accept_admin(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """The admin listener: probes and ``/stats`` without credentials, nothing else."""
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                raw = await reader.readuntil(_END_OF_HEAD)
+            head = parse_request_head(raw)
+            if head.path in ("/healthz", "/readyz"):
+                await self._probe(head.path, writer)
+            elif head.path == "/stats":
+                await _respond(writer, HTTPStatus.OK, self.stats())
+            else:
+                await _respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
+        except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass
+        except TimeoutError:
+            pass
+        finally:
+            writer.close()
 
     async def _reject(self, writer: asyncio.StreamWriter, status: HTTPStatus, error: str) -> None:
         self.counters["bad_requests"] += 1
@@ -313,8 +391,11 @@ class Router:
         timeout = self.settings.connect_timeout
         try:
             host, port = worker.address
+            tls = self._worker_context() if worker.url.startswith("wss://") else None
             async with asyncio.timeout(timeout):
-                up_reader, up_writer = await asyncio.open_connection(host, port, limit=_CHUNK)
+                up_reader, up_writer = await asyncio.open_connection(
+                    host, port, limit=_CHUNK, ssl=tls, server_hostname=host if tls else None
+                )
         except (OSError, TimeoutError, ValueError) as exc:
             self.counters["worker_failures"] += 1
             log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
@@ -334,6 +415,12 @@ class Router:
             raise
         up_writer.transport.abort()
         return None
+
+    def _worker_context(self) -> ssl.SSLContext:
+        """TLS to wss:// workers, verified against ``--worker-ca-file`` or the system's CAs."""
+        if self._worker_tls is None:
+            self._worker_tls = client_context(self.settings.worker_ca_file)
+        return self._worker_tls
 
     async def _splice(
         self,
@@ -384,12 +471,26 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
             dst.write_eof()
 
 
+async def _refuse(writer: asyncio.StreamWriter, refusal: AuthRefusal) -> None:
+    """401/403 with ``WWW-Authenticate``, before any worker is contacted."""
+    await _respond(
+        writer, refusal.status, refusal.body(), www_authenticate=refusal.www_authenticate
+    )
+
+
 async def _respond(
-    writer: asyncio.StreamWriter, status: HTTPStatus, body: dict[str, Any], *, retry: int = 0
+    writer: asyncio.StreamWriter,
+    status: HTTPStatus,
+    body: dict[str, Any],
+    *,
+    retry: int = 0,
+    www_authenticate: str = "",
 ) -> None:
     """Write a small JSON response (the connection closes after it: no keep-alive)."""
     payload = json.dumps(body).encode()
     extra = f"Retry-After: {retry}\r\n" if retry else ""
+    if www_authenticate:
+        extra += f"WWW-Authenticate: {www_authenticate}\r\n"
     head = (
         f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(payload)}\r\n{extra}Connection: close\r\n\r\n"

@@ -115,4 +115,5 @@ class JwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject or len(subject) > 128:
             raise CredentialRejected("JWT sub must be a non-empty string")
-        return Principal(subject, AuthMethod.JWT, expires_at=float(claims["exp"]))
+        # The same leeway as at the handshake, so a session.start just after it agrees.
+        return Principal(subject, AuthMethod.JWT, expires_at=float(claims["exp"]) + LEEWAY_S)
