@@ -466,9 +466,14 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     while data := await src.read(_CHUNK):
         dst.write(data)
         await dst.drain()
-    if dst.can_write_eof() and not dst.is_closing():
+    if dst.is_closing():
+        return
+    if dst.can_write_eof():
         with contextlib.suppress(OSError):
             dst.write_eof()
+    else:
+        # TLS has no half-close; without this the peer waits out its close timeout.
+        dst.close()
 
 
 async def _refuse(writer: asyncio.StreamWriter, refusal: AuthRefusal) -> None:

@@ -70,6 +70,14 @@ class RouterProcess:
     def stats(self) -> dict[str, Any]:
         return self.get("/stats")[1]
 
+    def stats_as(self, key: str) -> dict[str, Any]:
+        """``/stats`` of a router that wants an admin key."""
+        request = urllib.request.Request(self.url.replace("ws://", "http://") + "/stats")
+        request.add_header("Authorization", f"Bearer {key}")
+        with urllib.request.urlopen(request) as response:
+            stats: dict[str, Any] = json.load(response)
+            return stats
+
     def stop(self) -> int | None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
