@@ -6,6 +6,7 @@ verifies the workers' certificates against --worker-ca-file).
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -87,6 +88,7 @@ async def test_tls_router_to_tls_workers_with_keys(
             store=redis_url,
             refresh_interval=0.05,
             worker_ca_file=pem_files["ca"],
+            linger_timeout=60,
             **auth,
             **tls,
         )
@@ -95,11 +97,14 @@ async def test_tls_router_to_tls_workers_with_keys(
     routers.append(router)
     await eventually(lambda: len(router.workers) == 1)
     url = f"wss://127.0.0.1:{router.port}"
-    client = await connect_as(url, key=creds.alice_key, ssl=client_context)
+    # A client that waits as long as it takes for the server to end the TCP connection.
+    client = await connect_as(url, key=creds.alice_key, ssl=client_context, close_timeout=60)
     ready = await client.start()
     assert worker.sessions[ready["session_id"]].principal == "alice"
     await client.send({"type": "response.create", "input": "through two tls hops"})
     done = await client.until("response.done")
     assert done["status"] == "completed"
-    await client.close()
+    # The worker ends its side after the closing handshake; TLS has no half-close, so
+    # the router must close the client's side too, or the client waits its 60 s.
+    await asyncio.wait_for(client.close(), 15)
     assert router.counters["connections_relayed"] == 1
