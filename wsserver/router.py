@@ -21,16 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import secrets
 import socket
 import ssl
-from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field
 
@@ -41,13 +39,19 @@ from wsserver.frontdoor.tls import client_context, server_context
 from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
 from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry, placement_order
+from wsserver.router_http import (
+    END_OF_HEAD,
+    RequestHead,
+    parse_request_head,
+    refuse,
+    respond,
+    response_status,
+    with_forwarded_for,
+)
 
 log = logging.getLogger("wsserver.router")
 
 ROUTER_ENV_PREFIX = "WSSERVER_ROUTER_"
-SESSION_HEADER = "x-wsserver-session"
-MAX_SESSION_ID_CHARS = 200
-_END_OF_HEAD = b"\r\n\r\n"
 _CHUNK = 65536
 COUNTERS = (
     "connections_relayed",
@@ -105,66 +109,6 @@ class RouterSettings(FrontDoorSettings):
                 values[name] = raw
         values.update({k: v for k, v in (overrides or {}).items() if v is not None})
         return cls.model_validate(values, strict=False)
-
-
-@dataclass(frozen=True)
-class RequestHead:
-    """A parsed HTTP/1.1 request head; ``raw`` is forwarded byte for byte."""
-
-    raw: bytes
-    method: str
-    target: str
-    headers: dict[str, str]
-    """Lowercased names; repeated headers joined with ``", "``."""
-
-    @property
-    def path(self) -> str:
-        return urlsplit(self.target).path
-
-    @property
-    def upgrade(self) -> bool:
-        """A WebSocket upgrade request."""
-        tokens = {t.strip().lower() for t in self.headers.get("connection", "").split(",")}
-        return "upgrade" in tokens and self.headers.get("upgrade", "").lower() == "websocket"
-
-    @property
-    def session_id(self) -> str | None:
-        """The session to resume: ``?session_id=`` first, else ``X-Wsserver-Session``."""
-        values = parse_qs(urlsplit(self.target).query).get("session_id")
-        found = values[0] if values else self.headers.get(SESSION_HEADER)
-        return (found.strip() or None) if found else None
-
-
-def parse_request_head(raw: bytes) -> RequestHead:
-    """Parse a request head ending in CRLF CRLF; ``ValueError`` when it is not HTTP/1.1."""
-    lines = raw[: -len(_END_OF_HEAD)].decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise ValueError("malformed request line")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip():
-            raise ValueError("malformed header line")
-        key = name.lower()
-        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    head = RequestHead(raw, parts[0], parts[1], headers)
-    if len(head.session_id or "") > MAX_SESSION_ID_CHARS:
-        raise ValueError("session id too long")
-    return head
-
-
-def response_status(raw: bytes) -> int:
-    """The status code of a response head (``HTTP/1.1 101 Switching Protocols``)."""
-    parts = raw.split(b"\r\n", 1)[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise ValueError("malformed status line")
-    return int(parts[1])
-
-
-def with_forwarded_for(raw: bytes, client_ip: str) -> bytes:
-    """``raw`` with ``X-Forwarded-For`` appended before the blank line."""
-    return raw[:-2] + f"X-Forwarded-For: {client_ip}\r\n\r\n".encode("latin-1")
 
 
 class Router:
@@ -278,7 +222,7 @@ class Router:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
-                raw = await reader.readuntil(_END_OF_HEAD)
+                raw = await reader.readuntil(END_OF_HEAD)
             if len(raw) > self.settings.max_head_bytes:
                 raise asyncio.LimitOverrunError("head too large", len(raw))
             head = parse_request_head(raw)
@@ -298,14 +242,14 @@ class Router:
         )
         if isinstance(found, AuthRefusal):
             self.counters["unauthorized"] += 1
-            return await _refuse(writer, found)
+            return await refuse(writer, found)
         if head.upgrade:
             await self._relay(head, reader, writer)
         elif head.path == CLIENT_TOKENS_PATH:
             status, body = mint_client_token(
                 self.authenticator, self.settings, found, head.method, urlsplit(head.target).query
             )
-            await _respond(writer, status, body)
+            await respond(writer, status, body)
         elif head.method == "GET" and head.path == "/stats":
             await self._stats(found, writer)
         else:
@@ -314,17 +258,17 @@ class Router:
 
     async def _probe(self, path: str, writer: asyncio.StreamWriter) -> None:
         if path == "/healthz":
-            return await _respond(writer, HTTPStatus.OK, {"status": "ok"})
+            return await respond(writer, HTTPStatus.OK, {"status": "ok"})
         routable = sum(not w.draining for w in self.workers)
         ready = self.registry_up and routable > 0
         body = {"ready": ready, "registry": self.registry_up, "routable_workers": routable}
-        await _respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
+        await respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
         return None
 
     async def _stats(self, principal: Principal, writer: asyncio.StreamWriter) -> None:
         if not principal.admin:
-            return await _refuse(writer, forbidden("stats needs an admin key"))
-        await _respond(writer, HTTPStatus.OK, self.stats())
+            return await refuse(writer, forbidden("stats needs an admin key"))
+        await respond(writer, HTTPStatus.OK, self.stats())
         return None
 
     async def _accept_admin(
@@ -333,14 +277,14 @@ class Router:
         """The admin listener: probes and ``/stats`` without credentials, nothing else."""
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
-                raw = await reader.readuntil(_END_OF_HEAD)
+                raw = await reader.readuntil(END_OF_HEAD)
             head = parse_request_head(raw)
             if head.path in ("/healthz", "/readyz"):
                 await self._probe(head.path, writer)
             elif head.path == "/stats":
-                await _respond(writer, HTTPStatus.OK, self.stats())
+                await respond(writer, HTTPStatus.OK, self.stats())
             else:
-                await _respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
+                await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
         except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         except TimeoutError:
@@ -350,7 +294,7 @@ class Router:
 
     async def _reject(self, writer: asyncio.StreamWriter, status: HTTPStatus, error: str) -> None:
         self.counters["bad_requests"] += 1
-        await _respond(writer, status, {"error": error})
+        await respond(writer, status, {"error": error})
 
     async def _relay(
         self, head: RequestHead, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -382,7 +326,7 @@ class Router:
             return
         self.counters["refused"] += 1
         # Every worker is full, draining or gone: the client backs off and retries.
-        await _respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)
+        await respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)
 
     async def _open(
         self, worker: WorkerInfo, head: bytes
@@ -405,7 +349,7 @@ class Router:
             up_writer.write(head)
             async with asyncio.timeout(timeout):
                 await up_writer.drain()
-                response = await up_reader.readuntil(_END_OF_HEAD)
+                response = await up_reader.readuntil(END_OF_HEAD)
             return up_reader, up_writer, response_status(response), response
         except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
             self.counters["worker_failures"] += 1
@@ -474,32 +418,3 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     else:
         # TLS has no half-close; without this the peer waits out its close timeout.
         dst.close()
-
-
-async def _refuse(writer: asyncio.StreamWriter, refusal: AuthRefusal) -> None:
-    """401/403 with ``WWW-Authenticate``, before any worker is contacted."""
-    await _respond(
-        writer, refusal.status, refusal.body(), www_authenticate=refusal.www_authenticate
-    )
-
-
-async def _respond(
-    writer: asyncio.StreamWriter,
-    status: HTTPStatus,
-    body: dict[str, Any],
-    *,
-    retry: int = 0,
-    www_authenticate: str = "",
-) -> None:
-    """Write a small JSON response (the connection closes after it: no keep-alive)."""
-    payload = json.dumps(body).encode()
-    extra = f"Retry-After: {retry}\r\n" if retry else ""
-    if www_authenticate:
-        extra += f"WWW-Authenticate: {www_authenticate}\r\n"
-    head = (
-        f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(payload)}\r\n{extra}Connection: close\r\n\r\n"
-    )
-    writer.write(head.encode() + payload)
-    with contextlib.suppress(OSError):
-        await writer.drain()

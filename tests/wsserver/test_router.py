@@ -25,7 +25,8 @@ from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import free_port
 from tests.wsserver.wire import RawClient
 from wsserver.registry import WorkerInfo, WorkerRegistry, rendezvous_order
-from wsserver.router import Router, RouterSettings, parse_request_head
+from wsserver.router import Router, RouterSettings
+from wsserver.router_http import parse_request_head
 
 ROUTER = [*WSSERVER, "router"]
 FAST = ("--decode-rate", "200", "--answer-tokens", "20", "--store-flush-ms", "5")
