@@ -213,7 +213,14 @@ async def _serve_async(settings: Settings, *, demo: bool) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
-    if demo:
+    if demo and server.authenticator.required:
+        # The demo client has no credential to present.
+        print(
+            "--demo runs only without authentication (--auth none, or on loopback with "
+            "no credentials configured); skipped",
+            flush=True,
+        )
+    elif demo:
         await run_demo(url)
         print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
     await stop.wait()

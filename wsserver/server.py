@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -28,6 +29,7 @@ from wsserver.connection import Connection
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
 from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
+from wsserver.frontdoor.config import trusted_networks
 from wsserver.frontdoor.principal import Admission, Principal
 from wsserver.frontdoor.tls import server_context
 from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
@@ -74,6 +76,7 @@ class WorkerServer:
         )
         """Who each handshake let in is, until its connection goes."""
         self._admin_server: Server | None = None
+        self._trusted_proxies = trusted_networks(settings.forwarded_allow_ips)
         self.engine: Engine = engine or SimulatedEngine(settings.simulated_engine())
         self.store: SessionStore = store or open_store(
             settings.store, settings.store_limits(), timeout=settings.store_timeout
@@ -248,9 +251,13 @@ class WorkerServer:
         limit = self.settings.max_sessions
         return limit > 0 and len(self.sessions) >= limit
 
+    def admission(self, connection: Connection) -> Admission | None:
+        """Who the connection's handshake was let in as, and from where (None: never)."""
+        return self._admitted.get(connection.ws)
+
     def principal_of(self, connection: Connection) -> Principal | None:
         """Who the connection's handshake was let in as (None: never admitted)."""
-        admission = self._admitted.get(connection.ws)
+        admission = self.admission(connection)
         return admission.principal if admission is not None else None
 
     def _credential_refusal(self, connection: Connection) -> Principal | None:
@@ -467,12 +474,18 @@ class WorkerServer:
         """The client's address: the peer's, or what a trusted proxy says it is."""
         peer = connection.remote_address
         ip = str(peer[0]) if peer else "unknown"
-        trusted = {a.strip() for a in self.settings.forwarded_allow_ips.split(",")}
         forwarded = request.headers.get_all("X-Forwarded-For")
-        if forwarded and ip in trusted:
+        if forwarded and self._trusted_proxy(ip):
             # The nearest proxy appends last; what the client wrote itself comes before.
             return forwarded[-1].split(",")[-1].strip() or ip
         return ip
+
+    def _trusted_proxy(self, ip: str) -> bool:
+        try:
+            address = ipaddress.ip_address(ip)
+        except ValueError:
+            return False
+        return any(address in network for network in self._trusted_proxies)
 
     async def _admin_request(
         self, connection: ServerConnection, request: Request

@@ -56,8 +56,8 @@ class FrontDoorSettings(BaseModel):
     tls_key: str = Field("", description="PEM private key of --tls-cert")
     forwarded_allow_ips: str = Field(
         "127.0.0.1,::1",
-        description="comma-separated peers (routers, proxies) whose X-Forwarded-For "
-        "names the client IP",
+        description="comma-separated addresses or networks (10.0.0.0/8) of the routers and "
+        "proxies whose X-Forwarded-For names the client IP",
     )
 
     def credentials_configured(self) -> bool:
@@ -102,3 +102,15 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def trusted_networks(spec: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    """The networks of a comma-separated list of addresses and CIDR blocks."""
+    networks = []
+    for entry in (part.strip() for part in spec.split(",")):
+        if entry:
+            try:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            except ValueError as exc:
+                raise FrontDoorConfigError(f"--forwarded-allow-ips: {exc}") from exc
+    return networks

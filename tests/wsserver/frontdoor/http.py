@@ -57,7 +57,6 @@ async def connect_as(
     if token is not None:
         subprotocols.append(Subprotocol(f"wsserver.token.{token}"))
     headers = {"Authorization": f"Bearer {key}"} if key is not None else None
-    ws = await connect(
-        url, subprotocols=subprotocols, additional_headers=headers, compression=None, **kwargs
-    )
+    kwargs.setdefault("additional_headers", headers)
+    ws = await connect(url, subprotocols=subprotocols, compression=None, **kwargs)
     return RawClient(ws)

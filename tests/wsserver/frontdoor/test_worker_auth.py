@@ -162,3 +162,27 @@ async def test_unknown_paths_are_not_answered_without_credentials(
 ) -> None:
     server = await start_server(**creds.settings())
     assert (await http(base_of(server), "/anything"))[0] == 401
+
+
+@pytest.mark.parametrize(
+    ("allow", "expected"), [("127.0.0.1,::1", "203.0.113.7"), ("10.0.0.0/8", "127.0.0.1")]
+)
+async def test_client_ip_comes_from_a_trusted_proxy_only(
+    start_server: StartServer, creds: Credentials, allow: str, expected: str
+) -> None:
+    server = await start_server(**creds.settings(forwarded_allow_ips=allow))
+    client = await connect_as(
+        url_of(server),
+        key=creds.alice_key,
+        additional_headers={
+            "Authorization": f"Bearer {creds.alice_key}",
+            # What the client wrote first, then what the nearest proxy appended.
+            "X-Forwarded-For": "198.51.100.1, 203.0.113.7",
+        },
+    )
+    await client.start()
+    (connection,) = server.connections
+    admission = server.admission(connection)
+    assert admission is not None
+    assert (admission.principal.id, admission.client_ip) == ("alice", expected)
+    await client.close()
