@@ -260,7 +260,7 @@ class WorkerServer:
         admission = self.admission(connection)
         return admission.principal if admission is not None else None
 
-    def _credential_refusal(self, connection: Connection) -> Principal | None:
+    def _valid_principal(self, connection: Connection) -> Principal | None:
         """The connection's principal if its credential still holds; else close it."""
         principal = self.principal_of(connection)
         if principal is None:
@@ -271,6 +271,37 @@ class WorkerServer:
             return None
         return principal
 
+    async def _may_open(
+        self, connection: Connection, principal: Principal, message: SessionStart
+    ) -> bool:
+        """Whether ``principal``'s credential may open one more session (else refused)."""
+        if not principal.can_start:
+            connection.close(CloseCode.FORBIDDEN, "this credential may not open sessions")
+            return False
+        if principal.token_id is None or principal.max_sessions is None:
+            return True
+        # Counted in the store, so the limit holds across workers; kept a minute past
+        # the token's expiry, since the workers' clocks differ a little.
+        ttl = max(1.0, (principal.expires_at or time.time()) - time.time() + 60)
+        try:
+            allowed = await self.store.use_client_token(
+                principal.token_id, principal.max_sessions, ttl
+            )
+        except SessionStoreUnavailable:
+            connection.reject(
+                ProtocolViolation(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "session store unavailable: cannot open a session now; retry",
+                    message.id,
+                )
+            )
+            return False
+        if not allowed:
+            connection.close(
+                CloseCode.FORBIDDEN, "this client token opened all the sessions it may"
+            )
+        return allowed
+
     async def open_session(self, connection: Connection, message: SessionStart) -> None:
         """Create a session and bind it to the connection (or refuse: draining, full)."""
         if self.draining or self.full:
@@ -280,32 +311,9 @@ class WorkerServer:
                 CloseCode.TRY_AGAIN_LATER, f"worker {why}; retry_after_ms={_RETRY_AFTER_MS}"
             )
             return
-        principal = self._credential_refusal(connection)
-        if principal is None:
+        principal = self._valid_principal(connection)
+        if principal is None or not await self._may_open(connection, principal, message):
             return
-        if not principal.can_start:
-            connection.close(CloseCode.FORBIDDEN, "this credential may not open sessions")
-            return
-        if principal.token_id is not None and principal.max_sessions is not None:
-            ttl = max(1.0, (principal.expires_at or time.time()) - time.time() + 60)
-            try:
-                allowed = await self.store.use_client_token(
-                    principal.token_id, principal.max_sessions, ttl
-                )
-            except SessionStoreUnavailable:
-                connection.reject(
-                    ProtocolViolation(
-                        ErrorCode.STORE_UNAVAILABLE,
-                        "session store unavailable: cannot open a session now; retry",
-                        message.id,
-                    )
-                )
-                return
-            if not allowed:
-                connection.close(
-                    CloseCode.FORBIDDEN, "this client token opened all the sessions it may"
-                )
-                return
         try:
             runtime, token = await self.manager.open(message, principal.id)
         except ProtocolViolation as violation:
@@ -316,7 +324,7 @@ class WorkerServer:
 
     async def resume_session(self, connection: Connection, message: SessionResume) -> None:
         """Re-attach a session and replay what the client missed, or refuse explicitly."""
-        principal = self._credential_refusal(connection)
+        principal = self._valid_principal(connection)
         if principal is None:
             return
         try:
