@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.redis_server import RedisServer
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.frontdoor.credentials import Credentials
 from tests.wsserver.frontdoor.http import connect_as, http
@@ -93,3 +94,24 @@ async def test_tool_results_reach_a_session_only_through_its_owners_connection(
     assert answer["code"] == "no_session"
     await alice.close()
     await bob.close()
+
+
+async def test_ownership_holds_while_the_store_is_down(
+    start_server: StartServer, creds: Credentials
+) -> None:
+    # Without the store, a worker checks a resume of its own live session locally:
+    # the principal as well as the token.
+    redis = RedisServer()
+    redis.start()
+    try:
+        server = await start_server(**creds.settings(store=redis.url, store_timeout=0.2))
+        alice = await connect_as(url_of(server), key=creds.alice_key)
+        ready = await alice.start()
+        alice.abort()
+        redis.kill()
+        answer = await resume_as(url_of(server), ready, key=creds.bob_key)
+        assert refusal(answer) == ("error", "store_unavailable")
+        answer = await resume_as(url_of(server), ready, key=creds.alice_key)
+        assert answer["type"] == "session.ready"
+    finally:
+        redis.kill()
