@@ -7,8 +7,9 @@ same run, handshakes: open a WebSocket (credentials in the ``Authorization``
 header, or a client token as a subprotocol entry), send ``session.start``, read
 ``session.ready``, close. Modes run in interleaved rounds, so a machine that gets
 busier during the run slows every mode alike. Figures: handshakes/s, p50/p99
-handshake latency, and worker CPU per handshake (the most stable on a shared
-machine), each beside the no-auth baseline as a ratio. A JSON report is written.
+handshake latency, worker CPU per handshake (the most stable on a shared machine),
+and the authenticator's own cost per request (in this process, no network), each
+beside the no-auth baseline as a ratio. A JSON report is written.
 """
 
 from __future__ import annotations
@@ -200,6 +201,45 @@ async def measure(
     return tallies
 
 
+def verification_us(creds: Credentials, token: str, repeat: int = 5000) -> dict[str, float]:
+    """Microseconds the authenticator alone takes per request, in this process, per mode."""
+    import timeit
+
+    from wsserver.frontdoor.authenticator import Authenticator
+    from wsserver.frontdoor.config import FrontDoorSettings
+
+    keyed = Authenticator.from_settings(
+        FrontDoorSettings(
+            api_keys_file=str(creds.folder / "keys"),
+            jwt_secret_file=str(creds.folder / "jwt-secret"),
+            client_token_secret_file=str(creds.folder / "token-secret"),
+        ),
+        "127.0.0.1",
+    )
+    jwks = Authenticator.from_settings(
+        FrontDoorSettings(jwt_jwks_file=str(creds.folder / "jwks.json")), "127.0.0.1"
+    )
+    open_door = Authenticator(required=False)
+    encoding = JSON_SUBPROTOCOL
+    requests = {
+        "none": (open_door, None, encoding),
+        "api_key": (keyed, f"Bearer {creds.api_key}", encoding),
+        "jwt_hs256": (keyed, f"Bearer {creds.hs256}", encoding),
+        "jwt_rs256": (jwks, f"Bearer {creds.rs256}", encoding),
+        "client_token": (keyed, None, f"{encoding}, wsserver.token.{token}"),
+    }
+    costs = {}
+    for mode, (auth, header, offered) in requests.items():
+
+        def one(
+            auth: Authenticator = auth, header: str | None = header, offered: str = offered
+        ) -> None:
+            auth.authenticate(authorization=header, subprotocols=offered, query="")
+
+        costs[mode] = round(timeit.timeit(one, number=repeat) / repeat * 1e6, 2)
+    return costs
+
+
 def worker_for(mode: str) -> str:
     return {"none": "none", "jwt_rs256": "jwt_rs256"}.get(mode, "api_key")
 
@@ -234,7 +274,8 @@ def run(args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
     finally:
         for server in servers.values():
             server.stop()
-    return {mode: tally.result() for mode, tally in tallies.items()}
+    costs = verification_us(creds, tokens[0])
+    return {mode: {**tally.result(), "verify_us": costs[mode]} for mode, tally in tallies.items()}
 
 
 def build_figures(results: dict[str, Any]) -> list[Figure]:
@@ -264,6 +305,7 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
                 "none",
                 base["latency_ms"]["p99"],
             ),
+            Figure(f"{mode} credential check", "us", got["verify_us"], "none", base["verify_us"]),
             Figure(
                 f"{mode} worker CPU per handshake",
                 "ms",
