@@ -50,6 +50,8 @@ class CloseCode(enum.IntEnum):
     FLOOD = 4005
     RATE_LIMITED = 4010
     CONNECTION_LIMIT_REACHED = 4011
+    UNAUTHORIZED = 4401
+    FORBIDDEN = 4403
 
 
 CLOSE_CODES: dict[int, CloseCodeInfo] = {
@@ -128,6 +130,20 @@ CLOSE_CODES: dict[int, CloseCodeInfo] = {
             "connection_limit_reached",
             Disposition.RESUME,
             "the client's address or principal holds too many connections; retry later",
+        ),
+        CloseCodeInfo(
+            4401,
+            "unauthorized",
+            Disposition.TERMINAL,
+            "the connection's credential expired before it opened or resumed a session; "
+            "connect again with a fresh one",
+        ),
+        CloseCodeInfo(
+            4403,
+            "forbidden",
+            Disposition.TERMINAL,
+            "the connection's credential may not do this (a client token that may not open "
+            "sessions, or has opened all it may)",
         ),
     )
 }

@@ -1,4 +1,4 @@
-"""Command line: ``wsserver serve``, ``chat``, ``router`` and ``usage``."""
+"""Command line: ``wsserver serve``, ``chat``, ``router``, ``usage`` and ``keys``."""
 
 from __future__ import annotations
 
@@ -17,6 +17,9 @@ from pydantic import ValidationError
 from wsserver.chat import run_chat
 from wsserver.client_auth import API_KEY_ENV, CLIENT_TOKEN_ENV
 from wsserver.demo import run_demo
+from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.frontdoor.key_command import add_keys_parser, run_keys
+from wsserver.frontdoor.redaction import install_redaction
 from wsserver.router_cli import add_router_parser, run_router
 from wsserver.settings import ENV_PREFIX, Settings
 from wsserver.usage_command import print_usage
@@ -149,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"Authorization: Bearer (prefer the environment: [env {API_KEY_ENV}])",
     )
     usage.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_keys_parser(commands)
     return parser
 
 
@@ -177,6 +181,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_router(args)
     if args.command == "usage":
         return _run(print_usage(args))
+    if args.command == "keys":
+        return run_keys(args)
     if args.audio_in is not None:
         return _run(run_voice_chat(args))
     return _run(run_chat(args))
@@ -192,6 +198,7 @@ def _serve(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    install_redaction()
     # Per-connection open/close lines drown everything else at any real load.
     logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
     return _run(_serve_async(settings, demo=args.demo))
@@ -203,7 +210,7 @@ async def _serve_async(settings: Settings, *, demo: bool) -> int:
 
     try:
         server = WorkerServer(settings)
-    except VadUnavailable as exc:
+    except (VadUnavailable, FrontDoorConfigError) as exc:
         print(f"wsserver serve: {exc}", file=sys.stderr)
         return 2
     await server.start()
@@ -212,7 +219,7 @@ async def _serve_async(settings: Settings, *, demo: bool) -> int:
     # the loop for 100+ ms. Fewer, younger-only passes keep p99 latency flat.
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
-    url = f"ws://{settings.host}:{server.port}"
+    url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
     store = settings.store.split("@")[-1]  # never print credentials
     print(
         f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
@@ -230,7 +237,14 @@ async def _serve_async(settings: Settings, *, demo: bool) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
-    if demo:
+    if demo and server.authenticator.required:
+        # The demo client has no credential to present.
+        print(
+            "--demo runs only without authentication (--auth none, or on loopback with "
+            "no credentials configured); skipped",
+            flush=True,
+        )
+    elif demo:
         await run_demo(url)
         print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
     await stop.wait()

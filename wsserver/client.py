@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl as ssl_module
 import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
@@ -100,6 +101,7 @@ class SessionClient:
         api_key: str | None = None,
         client_token: str | None = None,
         close_timeout: float = 5.0,
+        ssl: ssl_module.SSLContext | None = None,
     ) -> None:
         """Nothing connects until :meth:`open` (or ``async with``).
 
@@ -163,6 +165,8 @@ class SessionClient:
             self.toolbox.register(name, handler, **_describe_handler(handler))
         self.run_tools = run_tools
         self._tool_tasks: set[asyncio.Task[None]] = set()
+        self.ssl = ssl
+        """TLS context for wss:// URLs (None: the system's CAs)."""
 
     # -- lifecycle -------------------------------------------------------
 
@@ -243,7 +247,7 @@ class SessionClient:
 
     async def _resume_and_end(self, url: str, resume: dict[str, Any]) -> bool:
         """Whether the server answered (ended the session, or has none to end)."""
-        async with connect(self._session_url(url), **self._connect_options()) as ws:
+        async with connect(self._session_url(url), **self._connect_options(url)) as ws:
             await ws.send(self.codec.encode(resume))
             async for frame in ws:
                 if isinstance(frame, bytes) and is_audio_frame(frame):
@@ -285,9 +289,11 @@ class SessionClient:
         separator = "&" if "?" in url else "?"
         return f"{url}{separator}session_id={session_id}"
 
-    def _connect_options(self) -> dict[str, Any]:
-        """Handshake options of every connection: credentials, no compression."""
+    def _connect_options(self, url: str) -> dict[str, Any]:
+        """Handshake options of every connection: credentials, TLS, no compression."""
+        tls: dict[str, Any] = {"ssl": self.ssl} if url.startswith("wss://") and self.ssl else {}
         return {
+            **tls,
             "subprotocols": self._credentials.subprotocols(self.subprotocol),
             "additional_headers": self._credentials.headers(),
             "compression": None,
@@ -657,7 +663,8 @@ class SessionClient:
         # reset the attempt counter (or a session dies on its Nth drop).
         self._connection_ready = False
         try:
-            async with connect(self._connect_url(), **self._connect_options()) as ws:
+            url = self._connect_url()
+            async with connect(url, **self._connect_options(url)) as ws:
                 self._ws = ws
                 first = (
                     self.state.resume_message()

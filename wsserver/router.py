@@ -5,7 +5,9 @@ Per connection, in order:
 1. read the HTTP request head, bounded in size (``max_head_bytes``) and time
    (``handshake_timeout``). No WebSocket library: frames are never parsed, so close
    codes, pings and every message pass through untouched;
-2. answer ``/healthz``, ``/readyz`` and ``/stats``; any other non-upgrade request gets 400;
+2. answer ``/healthz`` and ``/readyz`` (open to probes); authenticate everything else
+   (:mod:`wsserver.frontdoor`: 401/403 before any worker is contacted); answer ``/stats``
+   (admin credential) and ``POST /v1/client_tokens``; any other non-upgrade request gets 400;
 3. order the candidate workers (:func:`placement_order`): the session's owner if it is
    live, then rendezvous hashing over the live workers the background refresh last read;
 4. for each candidate: connect, forward the head, and read the worker's response head
@@ -19,30 +21,41 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import secrets
 import socket
-from dataclasses import dataclass
+import ssl
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
+from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
+from wsserver.frontdoor.config import FrontDoorSettings
 from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting, peer_host
 from wsserver.frontdoor.origin import OriginPolicy
+from wsserver.frontdoor.principal import Principal
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
+from wsserver.frontdoor.tls import client_context, server_context
+from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
+from wsserver.frontdoor.token_endpoint import mint_client_token
 from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry, placement_order
+from wsserver.router_http import (
+    END_OF_HEAD,
+    RequestHead,
+    parse_request_head,
+    refuse,
+    respond,
+    response_status,
+    with_forwarded_for,
+)
 
 log = logging.getLogger("wsserver.router")
 
 ROUTER_ENV_PREFIX = "WSSERVER_ROUTER_"
-SESSION_HEADER = "x-wsserver-session"
-MAX_SESSION_ID_CHARS = 200
-_END_OF_HEAD = b"\r\n\r\n"
 _CHUNK = 65536
 COUNTERS = (
     "connections_relayed",
@@ -52,11 +65,16 @@ COUNTERS = (
     "worker_refusals",
     "worker_failures",
     "bad_requests",
+    "unauthorized",
 )
 
 
-class RouterSettings(BaseModel):
-    """Router settings. Each field is a ``--flag`` and a ``WSSERVER_ROUTER_FIELD`` variable."""
+class RouterSettings(FrontDoorSettings):
+    """Router settings. Each field is a ``--flag`` and a ``WSSERVER_ROUTER_FIELD`` variable.
+
+    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`;
+    the router checks credentials itself and forwards them, so workers check again.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -112,6 +130,12 @@ class RouterSettings(BaseModel):
             parse_networks(self.trusted_proxies),
         )
 
+    worker_ca_file: str = Field(
+        "",
+        description="CA bundle that signs the certificates of wss:// workers "
+        "(default: the system's)",
+    )
+
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> RouterSettings:
         """Defaults, then ``WSSERVER_ROUTER_*`` variables, then explicit overrides."""
@@ -122,66 +146,6 @@ class RouterSettings(BaseModel):
                 values[name] = raw
         values.update({k: v for k, v in (overrides or {}).items() if v is not None})
         return cls.model_validate(values, strict=False)
-
-
-@dataclass(frozen=True)
-class RequestHead:
-    """A parsed HTTP/1.1 request head; ``raw`` is forwarded byte for byte."""
-
-    raw: bytes
-    method: str
-    target: str
-    headers: dict[str, str]
-    """Lowercased names; repeated headers joined with ``", "``."""
-
-    @property
-    def path(self) -> str:
-        return urlsplit(self.target).path
-
-    @property
-    def upgrade(self) -> bool:
-        """A WebSocket upgrade request."""
-        tokens = {t.strip().lower() for t in self.headers.get("connection", "").split(",")}
-        return "upgrade" in tokens and self.headers.get("upgrade", "").lower() == "websocket"
-
-    @property
-    def session_id(self) -> str | None:
-        """The session to resume: ``?session_id=`` first, else ``X-Wsserver-Session``."""
-        values = parse_qs(urlsplit(self.target).query).get("session_id")
-        found = values[0] if values else self.headers.get(SESSION_HEADER)
-        return (found.strip() or None) if found else None
-
-
-def parse_request_head(raw: bytes) -> RequestHead:
-    """Parse a request head ending in CRLF CRLF; ``ValueError`` when it is not HTTP/1.1."""
-    lines = raw[: -len(_END_OF_HEAD)].decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise ValueError("malformed request line")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip():
-            raise ValueError("malformed header line")
-        key = name.lower()
-        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    head = RequestHead(raw, parts[0], parts[1], headers)
-    if len(head.session_id or "") > MAX_SESSION_ID_CHARS:
-        raise ValueError("session id too long")
-    return head
-
-
-def response_status(raw: bytes) -> int:
-    """The status code of a response head (``HTTP/1.1 101 Switching Protocols``)."""
-    parts = raw.split(b"\r\n", 1)[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise ValueError("malformed status line")
-    return int(parts[1])
-
-
-def with_forwarded_for(raw: bytes, client_ip: str) -> bytes:
-    """``raw`` with ``X-Forwarded-For`` appended before the blank line."""
-    return raw[:-2] + f"X-Forwarded-For: {client_ip}\r\n\r\n".encode("latin-1")
 
 
 class Router:
@@ -201,6 +165,12 @@ class Router:
         self._connections: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._refreshed = False
+        self.authenticator = Authenticator.from_settings(settings, settings.host)
+        self.tls = (
+            server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
+        )
+        self._worker_tls: ssl.SSLContext | None = None
+        self._admin_server: asyncio.Server | None = None
 
     async def start(self) -> None:
         """Read the workers once, listen, and keep the worker list fresh."""
@@ -211,7 +181,13 @@ class Router:
             self.settings.port,
             limit=max(self.settings.max_head_bytes, _CHUNK),
             backlog=2048,  # a dead worker's clients all come back at once
+            ssl=self.tls,
+            ssl_handshake_timeout=self.settings.handshake_timeout if self.tls else None,
         )
+        if self.settings.admin_port:
+            self._admin_server = await asyncio.start_server(
+                self._accept_admin, self.settings.admin_host, self.settings.admin_port
+            )
         self._refresher = asyncio.create_task(self._refresh_loop(), name="router refresh")
 
     @property
@@ -223,6 +199,9 @@ class Router:
     async def stop(self) -> None:
         """Stop listening and cut every relayed connection (clients resume elsewhere)."""
         self._closing = True
+        if self._admin_server is not None:
+            self._admin_server.close()
+            await self._admin_server.wait_closed()
         if self._server is not None:
             self._server.close()
         tasks = [*self._connections, *([self._refresher] if self._refresher else [])]
@@ -281,7 +260,7 @@ class Router:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
-                raw = await reader.readuntil(_END_OF_HEAD)
+                raw = await reader.readuntil(END_OF_HEAD)
             if len(raw) > self.settings.max_head_bytes:
                 raise asyncio.LimitOverrunError("head too large", len(raw))
             head = parse_request_head(raw)
@@ -292,18 +271,27 @@ class Router:
         except (asyncio.IncompleteReadError, TimeoutError, OSError):
             self.counters["bad_requests"] += 1  # gone or silent before a whole head: just close
             return None
+        if not head.upgrade and head.method == "GET" and head.path in ("/healthz", "/readyz"):
+            return await self._probe(head.path, writer)
+        if not await self._front_door_admits(head, writer):
+            return None  # too fast, or a page of a foreign origin: before any credential check
+        found = self.authenticator.authenticate(
+            authorization=head.headers.get("authorization"),
+            subprotocols=head.headers.get("sec-websocket-protocol"),
+            query=urlsplit(head.target).query,
+        )
+        if isinstance(found, AuthRefusal):
+            self.counters["unauthorized"] += 1
+            return await refuse(writer, found)
         if head.upgrade:
-            if await self._front_door_admits(head, writer):
-                await self._relay(head, reader, writer)
-        elif head.method == "GET" and head.path == "/healthz":
-            await _respond(writer, HTTPStatus.OK, {"status": "ok"})
-        elif head.method == "GET" and head.path == "/readyz":
-            routable = sum(not w.draining for w in self.workers)
-            ready = self.registry_up and routable > 0
-            body = {"ready": ready, "registry": self.registry_up, "routable_workers": routable}
-            await _respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
+            await self._relay(head, reader, writer)
+        elif head.path == CLIENT_TOKENS_PATH:
+            status, body = mint_client_token(
+                self.authenticator, self.settings, found, head.method, urlsplit(head.target).query
+            )
+            await respond(writer, status, body)
         elif head.method == "GET" and head.path == "/stats":
-            await _respond(writer, HTTPStatus.OK, self.stats())
+            await self._stats(found, writer)
         else:
             await self._reject(writer, HTTPStatus.BAD_REQUEST, "expected a websocket upgrade")
         return None
@@ -318,12 +306,48 @@ class Router:
         if refusal is None:
             return True
         retry = refusal.retry_after_header if refusal.retry_after else 0
-        await _respond(writer, refusal.status, refusal.body(), retry=retry)
+        await respond(writer, refusal.status, refusal.body(), retry=retry)
         return False
+
+    async def _probe(self, path: str, writer: asyncio.StreamWriter) -> None:
+        if path == "/healthz":
+            return await respond(writer, HTTPStatus.OK, {"status": "ok"})
+        routable = sum(not w.draining for w in self.workers)
+        ready = self.registry_up and routable > 0
+        body = {"ready": ready, "registry": self.registry_up, "routable_workers": routable}
+        await respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
+        return None
+
+    async def _stats(self, principal: Principal, writer: asyncio.StreamWriter) -> None:
+        if not principal.admin:
+            return await refuse(writer, forbidden("stats needs an admin key"))
+        await respond(writer, HTTPStatus.OK, self.stats())
+        return None
+
+    async def _accept_admin(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """The admin listener: probes and ``/stats`` without credentials, nothing else."""
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                raw = await reader.readuntil(END_OF_HEAD)
+            head = parse_request_head(raw)
+            if head.path in ("/healthz", "/readyz"):
+                await self._probe(head.path, writer)
+            elif head.path == "/stats":
+                await respond(writer, HTTPStatus.OK, self.stats())
+            else:
+                await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
+        except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass
+        except TimeoutError:
+            pass
+        finally:
+            writer.close()
 
     async def _reject(self, writer: asyncio.StreamWriter, status: HTTPStatus, error: str) -> None:
         self.counters["bad_requests"] += 1
-        await _respond(writer, status, {"error": error})
+        await respond(writer, status, {"error": error})
 
     async def _relay(
         self, head: RequestHead, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -355,7 +379,7 @@ class Router:
             return
         self.counters["refused"] += 1
         # Every worker is full, draining or gone: the client backs off and retries.
-        await _respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)
+        await respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)
 
     async def _open(
         self, worker: WorkerInfo, head: bytes
@@ -364,8 +388,11 @@ class Router:
         timeout = self.settings.connect_timeout
         try:
             host, port = worker.address
+            tls = self._worker_context() if worker.url.startswith("wss://") else None
             async with asyncio.timeout(timeout):
-                up_reader, up_writer = await asyncio.open_connection(host, port, limit=_CHUNK)
+                up_reader, up_writer = await asyncio.open_connection(
+                    host, port, limit=_CHUNK, ssl=tls, server_hostname=host if tls else None
+                )
         except (OSError, TimeoutError, ValueError) as exc:
             self.counters["worker_failures"] += 1
             log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
@@ -375,7 +402,7 @@ class Router:
             up_writer.write(head)
             async with asyncio.timeout(timeout):
                 await up_writer.drain()
-                response = await up_reader.readuntil(_END_OF_HEAD)
+                response = await up_reader.readuntil(END_OF_HEAD)
             return up_reader, up_writer, response_status(response), response
         except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
             self.counters["worker_failures"] += 1
@@ -385,6 +412,12 @@ class Router:
             raise
         up_writer.transport.abort()
         return None
+
+    def _worker_context(self) -> ssl.SSLContext:
+        """TLS to wss:// workers, verified against ``--worker-ca-file`` or the system's CAs."""
+        if self._worker_tls is None:
+            self._worker_tls = client_context(self.settings.worker_ca_file)
+        return self._worker_tls
 
     async def _splice(
         self,
@@ -430,21 +463,11 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
     while data := await src.read(_CHUNK):
         dst.write(data)
         await dst.drain()
-    if dst.can_write_eof() and not dst.is_closing():
+    if dst.is_closing():
+        return
+    if dst.can_write_eof():
         with contextlib.suppress(OSError):
             dst.write_eof()
-
-
-async def _respond(
-    writer: asyncio.StreamWriter, status: HTTPStatus, body: dict[str, Any], *, retry: int = 0
-) -> None:
-    """Write a small JSON response (the connection closes after it: no keep-alive)."""
-    payload = json.dumps(body).encode()
-    extra = f"Retry-After: {retry}\r\n" if retry else ""
-    head = (
-        f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(payload)}\r\n{extra}Connection: close\r\n\r\n"
-    )
-    writer.write(head.encode() + payload)
-    with contextlib.suppress(OSError):
-        await writer.drain()
+    else:
+        # TLS has no half-close; without this the peer waits out its close timeout.
+        dst.close()

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.frontdoor.redaction import install_redaction
 from wsserver.router import ROUTER_ENV_PREFIX, Router, RouterSettings
 
 
@@ -59,6 +61,7 @@ def run_router(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    install_redaction()
     try:
         import uvloop
     except ImportError:
@@ -75,7 +78,11 @@ async def _router_async(settings: RouterSettings) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    router = Router(settings)
+    try:
+        router = Router(settings)
+    except FrontDoorConfigError as exc:
+        print(f"wsserver router: {exc}", file=sys.stderr)
+        return 2
     try:
         await router.start()
     except OSError as exc:
@@ -86,8 +93,9 @@ async def _router_async(settings: RouterSettings) -> int:
         await router.registry.close()
         return 2
     store = settings.store.split("@")[-1]  # never print credentials
+    scheme = "wss" if router.tls is not None else "ws"
     print(
-        f"wsserver router listening on ws://{settings.host}:{router.port} (store: {store}, "
+        f"wsserver router listening on {scheme}://{settings.host}:{router.port} (store: {store}, "
         f"{len(router.workers)} live workers)",
         flush=True,
     )

@@ -45,6 +45,7 @@ from wsserver.engine.base import (
     GenerationRequest,
     OutputChunk,
 )
+from wsserver.frontdoor.principal import ANONYMOUS_ID
 from wsserver.persistence import Persister, SessionJournal
 from wsserver.store.base import (
     ResponseUsage,
@@ -146,6 +147,7 @@ class SessionRuntime:
         "engine",
         "journal",
         "lost_after_seq",
+        "principal",
         "session",
         "token_hash",
         "tools",
@@ -153,9 +155,16 @@ class SessionRuntime:
     )
 
     def __init__(
-        self, session: ServerSession, context: RuntimeContext, *, token_hash: str, epoch: int
+        self,
+        session: ServerSession,
+        context: RuntimeContext,
+        *,
+        token_hash: str,
+        epoch: int,
+        principal: str = ANONYMOUS_ID,
     ) -> None:
         self.session = session
+        self.principal = principal
         self.context = context
         self.engine = context.engine
         self.token_hash = token_hash
@@ -570,6 +579,7 @@ class SessionRuntime:
             owner=self.context.worker_id,
             conversation=conversation_snapshot(session).to_dict(),
             stream=stream_snapshot(session).to_dict(),
+            principal=self.principal,
         )
         try:
             await self.context.store.create(record)

@@ -10,6 +10,7 @@ import os
 import secrets
 import socket
 import time
+import weakref
 from collections.abc import Coroutine
 from http import HTTPStatus
 from typing import Any
@@ -18,7 +19,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from protocol.codes import CloseCode
+from protocol.codes import CloseCode, ErrorCode
 from protocol.encoding import SUBPROTOCOLS
 from protocol.errors import ProtocolViolation
 from protocol.events import HEARTBEAT, SESSION_READY, connection_message
@@ -26,8 +27,13 @@ from protocol.messages import SessionResume, SessionStart
 from wsserver.connection import Connection
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
+from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
 from wsserver.frontdoor.gate import peer_host
+from wsserver.frontdoor.principal import Admission, AuthMethod, Principal
 from wsserver.frontdoor.quotas import Client, Refusal
+from wsserver.frontdoor.tls import server_context
+from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
+from wsserver.frontdoor.token_endpoint import mint_client_token
 from wsserver.persistence import Persister
 from wsserver.registry import RegistryUnavailable, WorkerInfo, WorkerRegistry
 from wsserver.runtime import Departure, RuntimeContext, SessionRuntime
@@ -60,6 +66,16 @@ class WorkerServer:
 
             load_model()
         self.worker_id = settings.worker_id or default_worker_id()
+        # Fail at startup (FrontDoorConfigError), not at the first request.
+        self.authenticator = Authenticator.from_settings(settings, settings.host)
+        self.tls = (
+            server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
+        )
+        self._admitted: weakref.WeakKeyDictionary[ServerConnection, Admission] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Who each handshake let in is, until its connection goes."""
+        self._admin_server: Server | None = None
         self.engine: Engine = engine or SimulatedEngine(settings.simulated_engine())
         self.store: SessionStore = store or open_store(
             settings.store, settings.store_limits(), timeout=settings.store_timeout
@@ -116,7 +132,15 @@ class WorkerServer:
             write_limit=settings.write_limit,
             # A worker's clients reconnect all at once when another worker dies.
             backlog=settings.listen_backlog,
+            ssl=self.tls,
         )
+        if settings.admin_port:
+            self._admin_server = await serve(
+                _no_websocket,
+                settings.admin_host,
+                settings.admin_port,
+                process_request=self._admin_request,
+            )
         self._loops = [
             asyncio.create_task(self.persister.run(), name="store writer"),
             asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
@@ -190,6 +214,10 @@ class WorkerServer:
         """Shutdown: stop accepting, close clients with 1001, persist, stop the engine."""
         if self._server is None:
             return
+        if self._admin_server is not None:
+            self._admin_server.close()
+            await self._admin_server.wait_closed()
+            self._admin_server = None
         self._server.close(close_connections=False)
         for connection in list(self.connections):
             connection.close(CloseCode.GOING_AWAY, "server shutting down: resume elsewhere")
@@ -225,7 +253,9 @@ class WorkerServer:
 
     async def _handle(self, ws: ServerConnection) -> None:
         assert ws.request is not None, "handler called before the handshake"
-        quota = self.front_door.connect(self._front_door_client(ws, ws.request))
+        admission = self._admitted.get(ws)
+        principal = admission.principal if admission is not None else None
+        quota = self.front_door.connect(self._front_door_client(ws, ws.request, principal))
         if isinstance(quota, Refusal):  # concurrent handshakes raced past the check
             await ws.close(CloseCode.CONNECTION_LIMIT_REACHED, quota.message)
             return
@@ -238,17 +268,73 @@ class WorkerServer:
             self.connections.discard(connection)
             quota.release()
 
-    def _front_door_client(self, ws: ServerConnection, request: Request) -> Client:
+    def _front_door_client(
+        self, ws: ServerConnection, request: Request, principal: Principal | None
+    ) -> Client:
         """Who a connection is, for quotas: its address (through trusted proxies) and its
-        principal — anonymous (``None``) until authentication names one."""
+        principal — anonymous (``None``) while unauthenticated or with ``--auth none``."""
         forwarded = request.headers.get_all("X-Forwarded-For")
-        return self.front_door.client(peer_host(ws.remote_address), forwarded, None)
+        named = (
+            principal.id if principal is not None and principal.method != AuthMethod.NONE else None
+        )
+        return self.front_door.client(peer_host(ws.remote_address), forwarded, named)
 
     @property
     def full(self) -> bool:
         """Whether this worker is at its session limit."""
         limit = self.settings.max_sessions
         return limit > 0 and len(self.sessions) >= limit
+
+    def admission(self, connection: Connection) -> Admission | None:
+        """Who the connection's handshake was let in as, and from where (None: never)."""
+        return self._admitted.get(connection.ws)
+
+    def principal_of(self, connection: Connection) -> Principal | None:
+        """Who the connection's handshake was let in as (None: never admitted)."""
+        admission = self.admission(connection)
+        return admission.principal if admission is not None else None
+
+    def _valid_principal(self, connection: Connection) -> Principal | None:
+        """The connection's principal if its credential still holds; else close it."""
+        principal = self.principal_of(connection)
+        if principal is None:
+            connection.close(CloseCode.UNAUTHORIZED, "not authenticated")
+            return None
+        if principal.expires_at is not None and time.time() >= principal.expires_at:
+            connection.close(CloseCode.UNAUTHORIZED, "credentials expired")
+            return None
+        return principal
+
+    async def _may_open(
+        self, connection: Connection, principal: Principal, message: SessionStart
+    ) -> bool:
+        """Whether ``principal``'s credential may open one more session (else refused)."""
+        if not principal.can_start:
+            connection.close(CloseCode.FORBIDDEN, "this credential may not open sessions")
+            return False
+        if principal.token_id is None or principal.max_sessions is None:
+            return True
+        # Counted in the store, so the limit holds across workers; kept a minute past
+        # the token's expiry, since the workers' clocks differ a little.
+        ttl = max(1.0, (principal.expires_at or time.time()) - time.time() + 60)
+        try:
+            allowed = await self.store.use_client_token(
+                principal.token_id, principal.max_sessions, ttl
+            )
+        except SessionStoreUnavailable:
+            connection.reject(
+                ProtocolViolation(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "session store unavailable: cannot open a session now; retry",
+                    message.id,
+                )
+            )
+            return False
+        if not allowed:
+            connection.close(
+                CloseCode.FORBIDDEN, "this client token opened all the sessions it may"
+            )
+        return allowed
 
     async def open_session(self, connection: Connection, message: SessionStart) -> None:
         """Create a session and bind it to the connection (or refuse: draining, full)."""
@@ -259,9 +345,12 @@ class WorkerServer:
                 CloseCode.TRY_AGAIN_LATER, f"worker {why}; retry_after_ms={_RETRY_AFTER_MS}"
             )
             return
+        principal = self._valid_principal(connection)
+        if principal is None or not await self._may_open(connection, principal, message):
+            return
         try:
             with connection.quota.session_slot() as slot:  # raises session_limit_reached
-                runtime, token = await self.manager.open(message)
+                runtime, token = await self.manager.open(message, principal.id)
                 slot.session_id = runtime.session_id
         except ProtocolViolation as violation:
             violation.request_id = violation.request_id or message.id
@@ -271,9 +360,12 @@ class WorkerServer:
 
     async def resume_session(self, connection: Connection, message: SessionResume) -> None:
         """Re-attach a session and replay what the client missed, or refuse explicitly."""
+        principal = self._valid_principal(connection)
+        if principal is None:
+            return
         try:
             with connection.quota.resume_attempt(message.session_id):  # counts failed guesses
-                runtime = await self.manager.resume(message)
+                runtime = await self.manager.resume(message, principal.id)
             events = runtime.session.replay_after(message.last_seq)
         except ProtocolViolation as violation:
             violation.request_id = violation.request_id or message.id
@@ -342,7 +434,8 @@ class WorkerServer:
     @property
     def advertise_url(self) -> str:
         """How routers reach this worker."""
-        return self.settings.advertise_url or f"ws://{self.settings.host}:{self.port}"
+        scheme = "wss" if self.tls is not None else "ws"
+        return self.settings.advertise_url or f"{scheme}://{self.settings.host}:{self.port}"
 
     def worker_info(self) -> WorkerInfo:
         """This worker's entry in the registry."""
@@ -376,32 +469,77 @@ class WorkerServer:
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
         path, _, query = request.path.partition("?")
-        if request.headers.get("Upgrade", "").lower() == "websocket":
-            # Refuse before the upgrade, so a router can place the connection elsewhere.
-            resuming = "session_id=" in query or "X-Wsserver-Session" in request.headers
-            if self.draining or (self.full and not resuming):
-                return _json_response(
-                    HTTPStatus.SERVICE_UNAVAILABLE,
-                    {"error": "draining" if self.draining else "at capacity"},
-                    retry_after=_RETRY_AFTER_MS // 1000 or 1,
-                )
-            client = self._front_door_client(connection, request)
-            refusal = self.front_door.handshake(client, request.headers.get_all("Origin"))
-            if refusal is not None:
-                retry = refusal.retry_after_header if refusal.retry_after else None
-                return _json_response(refusal.status, refusal.body(), retry_after=retry)
-            return None
+        headers = request.headers
+        upgrade = headers.get("Upgrade", "").lower() == "websocket"
+        if not upgrade and path in ("/healthz", "/readyz"):
+            # Open to probes: they say nothing about sessions.
+            return await self._probe(path)
+        found = self.authenticator.authenticate(
+            authorization=", ".join(headers.get_all("Authorization")) or None,
+            subprotocols=", ".join(headers.get_all("Sec-WebSocket-Protocol")) or None,
+            query=query,
+        )
+        # Counted before the credential is judged, so guessing keys is rate limited too.
+        principal = found if isinstance(found, Principal) else None
+        client = self._front_door_client(connection, request, principal)
+        refusal = self.front_door.handshake(client, headers.get_all("Origin") if upgrade else [])
+        if refusal is not None:
+            retry = refusal.retry_after_header if refusal.retry_after else None
+            return _json_response(refusal.status, refusal.body(), retry_after=retry)
+        if isinstance(found, AuthRefusal):
+            return refusal_response(found)
+        if upgrade:
+            return self._admit(connection, request, found, client.address)
+        if path == CLIENT_TOKENS_PATH:
+            status, body = mint_client_token(
+                self.authenticator, self.settings, found, request.method, query
+            )
+            return _json_response(status, body)
+        if path == "/stats" or path.startswith("/usage/"):
+            if not found.admin:
+                return refusal_response(forbidden(f"{path.split('/')[1]} needs an admin key"))
+            return await self._admin_endpoint(path)
+        return None
+
+    def _admit(
+        self, connection: ServerConnection, request: Request, principal: Principal, client_ip: str
+    ) -> Response | None:
+        """Let an authenticated WebSocket handshake that passed the quota gate in, or
+        refuse it before the upgrade (draining, full); remember who and from where."""
+        query = request.path.partition("?")[2]
+        # Refuse before the upgrade, so a router can place the connection elsewhere.
+        resuming = "session_id=" in query or "X-Wsserver-Session" in request.headers
+        if self.draining or (self.full and not resuming):
+            return _json_response(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                {"error": "draining" if self.draining else "at capacity"},
+                retry_after=_RETRY_AFTER_MS // 1000 or 1,
+            )
+        self._admitted[connection] = Admission(principal, client_ip)
+        return None
+
+    async def _admin_request(
+        self, connection: ServerConnection, request: Request
+    ) -> Response | None:
+        """The admin listener: every read-only endpoint, no credentials, no WebSockets."""
+        path = request.path.partition("?")[0]
+        if path in ("/healthz", "/readyz"):
+            return await self._probe(path)
+        if path == "/stats" or path.startswith("/usage/"):
+            return await self._admin_endpoint(path)
+        return _json_response(HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
+
+    async def _probe(self, path: str) -> Response:
         if path == "/healthz":
             return _json_response(HTTPStatus.OK, {"status": "ok"})
-        if path == "/readyz":
-            ready, checks = await self.readiness()
-            status = HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE
-            return _json_response(status, {"ready": ready, **checks})
+        ready, checks = await self.readiness()
+        status = HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE
+        return _json_response(status, {"ready": ready, **checks})
+
+    async def _admin_endpoint(self, path: str) -> Response:
         if path == "/stats":
             return _json_response(HTTPStatus.OK, self.stats())
-        if path.startswith("/usage/"):
-            return await self._usage_response(path.removeprefix("/usage/"))
-        return None
+        return await self._usage_response(path.removeprefix("/usage/"))
 
     async def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready when the store answers and the worker is not draining."""
@@ -449,7 +587,20 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
 
 
+async def _no_websocket(ws: ServerConnection) -> None:
+    """The admin listener's handler: never reached, every request is answered before."""
+    await ws.close()
+
+
+def refusal_response(refusal: AuthRefusal) -> Response:
+    """HTTP 401/403 with a JSON body and ``WWW-Authenticate``, sent instead of the upgrade."""
+    response = _json_response(refusal.status, refusal.body())
+    response.headers["WWW-Authenticate"] = refusal.www_authenticate
+    return response
+
+
 def _select_subprotocol(connection: ServerConnection, offered: Any) -> Any:
+    # Credential entries (wsserver.token.…) are never in SUBPROTOCOLS: never selected.
     for subprotocol in offered:
         if subprotocol in SUBPROTOCOLS:
             return subprotocol

@@ -24,6 +24,7 @@ from protocol.snapshot import (
     stream_snapshot,
 )
 from protocol.tool_loop import CallState, ToolCallState
+from wsserver.frontdoor.principal import ANONYMOUS_ID
 from wsserver.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import (
     LogSlice,
@@ -66,8 +67,10 @@ class SessionManager:
 
     # -- new sessions ------------------------------------------------------
 
-    async def open(self, message: SessionStart) -> tuple[SessionRuntime, str]:
-        """Create a session; returns its runtime and the resume token (shown once)."""
+    async def open(
+        self, message: SessionStart, principal: str = ANONYMOUS_ID
+    ) -> tuple[SessionRuntime, str]:
+        """Create a session owned by ``principal``; its runtime and resume token (shown once)."""
         limits = self.limits
         settings = message.settings
         if settings is not None and settings.max_output_tokens is not None:
@@ -91,20 +94,28 @@ class SessionManager:
             owner=self.worker_id,
             conversation=conversation_snapshot(session).to_dict(),
             stream=stream_snapshot(session).to_dict(),
+            principal=principal,
         )
         try:
             await self.store.create(record)
         except SessionStoreUnavailable:
             raise _unavailable("open a session") from None
-        runtime = SessionRuntime(session, self._context, token_hash=record.token_hash, epoch=1)
+        runtime = SessionRuntime(
+            session, self._context, token_hash=record.token_hash, epoch=1, principal=principal
+        )
         runtime.journal.conversation_version = session.conversation.version
         self.sessions[session_id] = runtime
         return runtime, token
 
     # -- resume ------------------------------------------------------------
 
-    async def resume(self, message: SessionResume) -> SessionRuntime:
-        """The runtime to re-attach: local, or taken over from the store."""
+    async def resume(self, message: SessionResume, principal: str = ANONYMOUS_ID) -> SessionRuntime:
+        """The runtime to re-attach: local, or taken over from the store.
+
+        A session another principal opened is answered exactly like one that does
+        not exist (``unknown_session``), checked before the resume token: nobody
+        learns whether a session id exists, or whether they guessed its token.
+        """
         if message.session_id in self._ended:
             raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
         local = self.sessions.get(message.session_id)
@@ -112,12 +123,18 @@ class SessionManager:
             record = await self.store.get(message.session_id)
         except SessionStoreUnavailable:
             # Live sessions keep working without the store: check the token locally.
-            if local is not None and token_matches(message.resume_token, local.token_hash):
+            if (
+                local is not None
+                and local.principal == principal
+                and token_matches(message.resume_token, local.token_hash)
+            ):
                 return local
             raise _unavailable("resume a session held by another worker") from None
         if record is None:
             if local is not None:
                 local.moved()
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+        if record.principal != principal:
             raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
         if not token_matches(message.resume_token, record.token_hash):
             raise ResumeRefused(ErrorCode.INVALID_RESUME_TOKEN, "resume token does not match")
@@ -192,7 +209,11 @@ class SessionManager:
             partial_text=claimed.partial_text,
         )
         runtime = SessionRuntime(
-            session, self._context, token_hash=claimed.token_hash, epoch=claimed.epoch
+            session,
+            self._context,
+            token_hash=claimed.token_hash,
+            epoch=claimed.epoch,
+            principal=claimed.principal,
         )
         runtime.journal.conversation_version = conversation.version
         if message.last_seq > stream.last_seq:

@@ -6,12 +6,13 @@ import os
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from protocol.server_session import SessionLimits
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
 from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
+from wsserver.frontdoor.config import FrontDoorSettings
 from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting
 from wsserver.frontdoor.origin import OriginPolicy
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
@@ -20,8 +21,11 @@ from wsserver.store.base import StoreLimits
 ENV_PREFIX = "WSSERVER_"
 
 
-class Settings(BaseModel):
-    """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable."""
+class Settings(FrontDoorSettings):
+    """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable.
+
+    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`.
+    """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 

@@ -6,11 +6,13 @@ import re
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.processes import WSSERVER
 from tests.processes import cli_env as _env
+from wsserver.frontdoor.api_keys import key_line
 
 
 def _read_url(process: subprocess.Popen[str]) -> str:
@@ -41,13 +43,57 @@ def served() -> Iterator[str]:
         process.wait(10)
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["chat"], ["router"], ["usage"]])
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["chat"], ["router"], ["usage"], ["keys"], ["keys", "new"], ["keys", "hash"]],
+)
 def test_help(command: list[str]) -> None:
     result = subprocess.run(
         [*WSSERVER, *command, "--help"], capture_output=True, text=True, env=_env(), timeout=30
     )
     assert result.returncode == 0
     assert "usage: wsserver" in result.stdout
+
+
+def test_keys_new_appends_a_hashed_line_and_prints_the_key_once(tmp_path: Path) -> None:
+    keys_file = tmp_path / "keys"
+    result = subprocess.run(
+        [*WSSERVER, "keys", "new", "--principal", "alice", "--keys-file", str(keys_file)],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    key = result.stdout.strip()
+    assert key.startswith("wsk_")
+    line = keys_file.read_text()
+    assert key not in line
+    assert line == key_line("alice", key) + "\n"
+    assert keys_file.stat().st_mode & 0o077 == 0  # readable by its owner only
+    hashed = subprocess.run(
+        [*WSSERVER, "keys", "hash", "--principal", "alice", "--admin"],
+        input=key + "\n",
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert hashed.stdout.strip() == key_line("alice", key, admin=True)
+
+
+@pytest.mark.parametrize("command", ["serve", "router"])
+def test_listening_beyond_loopback_without_credentials_is_refused(command: str) -> None:
+    result = subprocess.run(
+        [*WSSERVER, command, "--host", "0.0.0.0", "--port", "0"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "no credentials configured" in result.stderr
+    assert "--auth none" in result.stderr
 
 
 def test_serve_rejects_invalid_settings() -> None:

@@ -25,7 +25,8 @@ from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import free_port
 from tests.wsserver.wire import RawClient
 from wsserver.registry import WorkerInfo, WorkerRegistry, rendezvous_order
-from wsserver.router import Router, RouterSettings, parse_request_head
+from wsserver.router import Router, RouterSettings
+from wsserver.router_http import parse_request_head
 
 ROUTER = [*WSSERVER, "router"]
 FAST = ("--decode-rate", "200", "--answer-tokens", "20", "--store-flush-ms", "5")
@@ -69,6 +70,14 @@ class RouterProcess:
 
     def stats(self) -> dict[str, Any]:
         return self.get("/stats")[1]
+
+    def stats_as(self, key: str) -> dict[str, Any]:
+        """``/stats`` of a router that wants an admin key."""
+        request = urllib.request.Request(self.url.replace("ws://", "http://") + "/stats")
+        request.add_header("Authorization", f"Bearer {key}")
+        with urllib.request.urlopen(request) as response:
+            stats: dict[str, Any] = json.load(response)
+            return stats
 
     def stop(self) -> int | None:
         if self.process.poll() is None:

@@ -30,9 +30,13 @@ class SessionStoreUnavailable(SessionStoreError):
     """The store cannot be reached (or answered too slowly)."""
 
 
+RESUME_TOKEN_PREFIX = "wrt_"
+"""Marks resume tokens, so a log filter can recognise and redact them."""
+
+
 def new_resume_token() -> str:
     """A random resume token (256 bits)."""
-    return secrets.token_urlsafe(32)
+    return RESUME_TOKEN_PREFIX + secrets.token_urlsafe(32)
 
 
 def hash_token(token: str) -> str:
@@ -171,6 +175,8 @@ class SessionRecord:
     stream: dict[str, Any] = field(default_factory=dict)
     partial_text: str = ""
     """Persisted text of the latest response (its deltas, concatenated)."""
+    principal: str = "anonymous"
+    """Who opened the session: only this principal may resume it."""
 
 
 @dataclass(slots=True)
@@ -292,6 +298,13 @@ class SessionStore(Protocol):
 
     async def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
         """Every call of the session, in the order they were added."""
+        ...
+
+    async def use_client_token(self, token_id: str, limit: int, ttl: float) -> bool:
+        """Count one session opened with a client token; False when ``limit`` is reached.
+
+        Atomic across workers; the count lives ``ttl`` seconds (the token's life).
+        """
         ...
 
     async def ready(self) -> bool:

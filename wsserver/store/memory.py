@@ -49,6 +49,8 @@ class MemorySessionStore:
         self._clock = clock
         self._entries: dict[str, _Entry] = {}
         self._ledgers: dict[str, list[ResponseUsage]] = {}
+        self._token_uses: dict[str, tuple[int, float]] = {}
+        """Client token id → (sessions opened, expiry on the store's clock)."""
 
     def _live(self, session_id: str) -> _Entry | None:
         entry = self._entries.get(session_id)
@@ -203,6 +205,19 @@ class MemorySessionStore:
     async def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
         entry = self._live(session_id)
         return list(entry.tool_calls.values()) if entry is not None else []
+
+    async def use_client_token(self, token_id: str, limit: int, ttl: float) -> bool:
+        now = self._clock()
+        if len(self._token_uses) > 10_000:
+            # Expired counts go lazily; only a flood of tokens makes this worth a pass.
+            self._token_uses = {k: v for k, v in self._token_uses.items() if v[1] > now}
+        used, until = self._token_uses.get(token_id, (0, now + ttl))
+        if until <= now:
+            used, until = 0, now + ttl
+        if used >= limit:
+            return False
+        self._token_uses[token_id] = (used + 1, until)
+        return True
 
     async def ready(self) -> bool:
         return True

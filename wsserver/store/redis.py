@@ -10,6 +10,9 @@ Keys of a session (one hash slot, thanks to the ``{session-id}`` tag):
 * ``wss:{id}:tools``   hash: the tool-call ledger (layout in ``redis_scripts``),
   with the record's TTL, deleted with it
 
+and one key per client token that opened sessions, ``wss:token:{jti}:sessions``
+(the count, living as long as the token).
+
 Every call has a bounded timeout and no retries: when Redis is down the
 worker learns it at once and decides (keep streaming from memory, refuse new
 sessions) instead of hanging.
@@ -103,6 +106,7 @@ class RedisSessionStore:
         self._remove = self.redis.register_script(redis_scripts.REMOVE)
         self._add_tool_calls = self.redis.register_script(redis_scripts.ADD_TOOL_CALLS)
         self._settle_tool_call = self.redis.register_script(redis_scripts.SETTLE_TOOL_CALL)
+        self._use_client_token = self.redis.register_script(redis_scripts.USE_CLIENT_TOKEN)
         self.round_trips = 0
         """Calls that went to Redis (a pipeline counts once)."""
 
@@ -132,6 +136,7 @@ class RedisSessionStore:
                         "conversation": json.dumps(record.conversation),
                         "stream": json.dumps(record.stream),
                         "log_bytes": 0,
+                        "principal": record.principal,
                     },
                 )
                 pipe.pexpire(meta, _ms(limits.session_ttl))
@@ -378,6 +383,14 @@ class RedisSessionStore:
         ordered.sort(key=lambda item: item[0])
         return [record for _order, record in ordered]
 
+    async def use_client_token(self, token_id: str, limit: int, ttl: float) -> bool:
+        key = "wss:token:{" + token_id + "}:sessions"
+
+        async def run() -> Any:
+            return await self._use_client_token(keys=[key], args=[limit, _ms(ttl)])
+
+        return bool(int(await self._call(run)))
+
     async def ready(self) -> bool:
         try:
             await self._call(self.redis.ping)
@@ -418,4 +431,5 @@ def _record(
         conversation=json.loads(fields.get(b"conversation", b"{}")),
         stream=json.loads(fields.get(b"stream", b"{}")),
         partial_text=partial.decode() if partial else "",
+        principal=fields.get(b"principal", b"anonymous").decode(),
     )

@@ -134,3 +134,14 @@ redis.call('HSET', KEYS[2], field, ARGV[3])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])
 return {1, call, ARGV[3]}
 """
+
+# KEYS: the client token's session count
+# ARGV: limit, ttl_ms
+# Returns 1 when one more session may open (counted), 0 when the limit is reached.
+USE_CLIENT_TOKEN = """
+local used = tonumber(redis.call('GET', KEYS[1]) or '0')
+if used >= tonumber(ARGV[1]) then return 0 end
+redis.call('INCR', KEYS[1])
+if used == 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 1
+"""

@@ -1,0 +1,110 @@
+"""TLS on the worker and the router, with a locally made CA: real wss:// handshakes.
+
+The SDK talks wss:// to a worker, and through a TLS router to TLS workers (the router
+verifies the workers' certificates against --worker-ca-file).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import trustme
+
+from tests.processes import eventually
+from tests.wsserver.conftest import StartServer
+from tests.wsserver.frontdoor.credentials import Credentials
+from tests.wsserver.frontdoor.http import connect_as, http
+from wsserver.client import SessionClient
+from wsserver.router import Router, RouterSettings
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def pem_files(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    folder: Path = tmp_path_factory.mktemp("tls")
+    cert = ca.issue_cert("127.0.0.1", "localhost")
+    paths = {"cert": folder / "cert.pem", "key": folder / "key.pem", "ca": folder / "ca.pem"}
+    cert.private_key_and_cert_chain_pem.write_to_path(str(paths["cert"]))
+    cert.private_key_pem.write_to_path(str(paths["key"]))
+    ca.cert_pem.write_to_path(str(paths["ca"]))
+    return {name: str(path) for name, path in paths.items()}
+
+
+@pytest.fixture(scope="module")
+def client_context(ca: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context()
+    ca.configure_trust(context)
+    return context
+
+
+@pytest.fixture
+async def routers() -> AsyncIterator[list[Router]]:
+    started: list[Router] = []
+    yield started
+    for router in started:
+        await router.stop()
+
+
+async def test_sdk_over_wss_to_a_worker(
+    start_server: StartServer, pem_files: dict[str, str], client_context: ssl.SSLContext
+) -> None:
+    server = await start_server(tls_cert=pem_files["cert"], tls_key=pem_files["key"])
+    assert server.advertise_url.startswith("wss://")
+    url = f"wss://127.0.0.1:{server.port}"
+    async with SessionClient(url, ssl=client_context) as client:
+        result = await client.ask("hello over tls")
+        assert result.status == "completed" and result.text
+    # HTTPS endpoints too; a client that does not trust the CA gets nowhere.
+    base = f"https://127.0.0.1:{server.port}"
+    assert (await http(base, "/healthz", context=client_context))[0] == 200
+    with pytest.raises(ssl.SSLCertVerificationError):
+        await connect_as(url)
+
+
+async def test_tls_router_to_tls_workers_with_keys(
+    start_server: StartServer,
+    routers: list[Router],
+    pem_files: dict[str, str],
+    client_context: ssl.SSLContext,
+    creds: Credentials,
+    redis_url: str,
+) -> None:
+    tls = {"tls_cert": pem_files["cert"], "tls_key": pem_files["key"]}
+    auth = creds.settings()
+    worker = await start_server(
+        **auth, **tls, store=redis_url, registry_interval=0.05, worker_id="tls-worker"
+    )
+    router = Router(
+        RouterSettings(
+            port=0,
+            store=redis_url,
+            refresh_interval=0.05,
+            worker_ca_file=pem_files["ca"],
+            linger_timeout=60,
+            **auth,
+            **tls,
+        )
+    )
+    await router.start()
+    routers.append(router)
+    await eventually(lambda: len(router.workers) == 1)
+    url = f"wss://127.0.0.1:{router.port}"
+    # A client that waits as long as it takes for the server to end the TCP connection.
+    client = await connect_as(url, key=creds.alice_key, ssl=client_context, close_timeout=60)
+    ready = await client.start()
+    assert worker.sessions[ready["session_id"]].principal == "alice"
+    await client.send({"type": "response.create", "input": "through two tls hops"})
+    done = await client.until("response.done")
+    assert done["status"] == "completed"
+    # The worker ends its side after the closing handshake; TLS has no half-close, so
+    # the router must close the client's side too, or the client waits its 60 s.
+    await asyncio.wait_for(client.close(), 15)
+    assert router.counters["connections_relayed"] == 1

@@ -1,0 +1,108 @@
+"""HTTP/1.1 as the router speaks it: request heads parsed once, small JSON answers.
+
+Only heads: the router never parses WebSocket frames, and the only bodies it
+writes are its own small JSON responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from wsserver.frontdoor.authenticator import AuthRefusal
+
+SESSION_HEADER = "x-wsserver-session"
+MAX_SESSION_ID_CHARS = 200
+END_OF_HEAD = b"\r\n\r\n"
+
+
+@dataclass(frozen=True)
+class RequestHead:
+    """A parsed HTTP/1.1 request head; ``raw`` is forwarded byte for byte."""
+
+    raw: bytes
+    method: str
+    target: str
+    headers: dict[str, str]
+    """Lowercased names; repeated headers joined with ``", "``."""
+
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path
+
+    @property
+    def upgrade(self) -> bool:
+        """A WebSocket upgrade request."""
+        tokens = {t.strip().lower() for t in self.headers.get("connection", "").split(",")}
+        return "upgrade" in tokens and self.headers.get("upgrade", "").lower() == "websocket"
+
+    @property
+    def session_id(self) -> str | None:
+        """The session to resume: ``?session_id=`` first, else ``X-Wsserver-Session``."""
+        values = parse_qs(urlsplit(self.target).query).get("session_id")
+        found = values[0] if values else self.headers.get(SESSION_HEADER)
+        return (found.strip() or None) if found else None
+
+
+def parse_request_head(raw: bytes) -> RequestHead:
+    """Parse a request head ending in CRLF CRLF; ``ValueError`` when it is not HTTP/1.1."""
+    lines = raw[: -len(END_OF_HEAD)].decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+        raise ValueError("malformed request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(":")
+        if not colon or not name or name != name.strip():
+            raise ValueError("malformed header line")
+        key = name.lower()
+        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
+    head = RequestHead(raw, parts[0], parts[1], headers)
+    if len(head.session_id or "") > MAX_SESSION_ID_CHARS:
+        raise ValueError("session id too long")
+    return head
+
+
+def response_status(raw: bytes) -> int:
+    """The status code of a response head (``HTTP/1.1 101 Switching Protocols``)."""
+    parts = raw.split(b"\r\n", 1)[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
+        raise ValueError("malformed status line")
+    return int(parts[1])
+
+
+def with_forwarded_for(raw: bytes, client_ip: str) -> bytes:
+    """``raw`` with ``X-Forwarded-For`` appended before the blank line."""
+    return raw[:-2] + f"X-Forwarded-For: {client_ip}\r\n\r\n".encode("latin-1")
+
+
+async def refuse(writer: asyncio.StreamWriter, refusal: AuthRefusal) -> None:
+    """401/403 with ``WWW-Authenticate``, before any worker is contacted."""
+    await respond(writer, refusal.status, refusal.body(), www_authenticate=refusal.www_authenticate)
+
+
+async def respond(
+    writer: asyncio.StreamWriter,
+    status: HTTPStatus,
+    body: dict[str, Any],
+    *,
+    retry: int = 0,
+    www_authenticate: str = "",
+) -> None:
+    """Write a small JSON response (the connection closes after it: no keep-alive)."""
+    payload = json.dumps(body).encode()
+    extra = f"Retry-After: {retry}\r\n" if retry else ""
+    if www_authenticate:
+        extra += f"WWW-Authenticate: {www_authenticate}\r\n"
+    head = (
+        f"HTTP/1.1 {status.value} {status.phrase}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(payload)}\r\n{extra}Connection: close\r\n\r\n"
+    )
+    writer.write(head.encode() + payload)
+    with contextlib.suppress(OSError):
+        await writer.drain()
