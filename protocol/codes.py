@@ -37,6 +37,7 @@ class CloseCode(enum.IntEnum):
     NORMAL = 1000
     GOING_AWAY = 1001
     ABNORMAL = 1006
+    INVALID_PAYLOAD = 1007
     POLICY_VIOLATION = 1008
     MESSAGE_TOO_BIG = 1009
     INTERNAL_ERROR = 1011
@@ -66,6 +67,12 @@ CLOSE_CODES: dict[int, CloseCodeInfo] = {
             "abnormal",
             Disposition.RESUME,
             "the connection dropped without a close frame (observed by the client, never sent)",
+        ),
+        CloseCodeInfo(
+            1007,
+            "invalid_payload",
+            Disposition.TERMINAL,
+            "a text frame was not valid UTF-8 (closed by the WebSocket layer)",
         ),
         CloseCodeInfo(
             1008,
