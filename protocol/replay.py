@@ -10,9 +10,22 @@ from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
 
+EVENT_MEMORY_BYTES = 384
+"""What holding one event costs in memory beyond its ``size`` (its object, its
+field dict, the containers), measured on CPython 3.11. The replay buffer and the
+outbox count it, so their byte bounds bound memory, not only payload."""
+
+
+def memory_of(event: Event) -> int:
+    """Approximate bytes one held event costs: its size plus the object overhead."""
+    return event.size + EVENT_MEMORY_BYTES
+
 
 class ReplayBuffer:
     """Sequenced events, bounded by count and bytes, trimmed by client acks.
+
+    Bytes are the approximate memory held (:func:`memory_of`), so the bound
+    holds for a backlog of one-token events as for a few merged ones.
 
     When a bound is hit the oldest events are forgotten even if unacked; a
     client that then resumes from before them gets an explicit refusal rather
@@ -46,7 +59,7 @@ class ReplayBuffer:
 
     @property
     def nbytes(self) -> int:
-        """Bytes (approximate) held by the buffer."""
+        """Memory (approximate bytes) held by the buffer's events."""
         return self._bytes
 
     def __len__(self) -> int:
@@ -63,13 +76,13 @@ class ReplayBuffer:
         if event.seq != self.last_seq + 1:
             raise ValueError(f"seq {event.seq} does not follow {self.last_seq}")
         self._events.append(event)
-        self._bytes += event.size
+        self._bytes += memory_of(event)
         self.last_seq = event.seq
         while self._events and (
             len(self._events) > self.max_events or self._bytes > self.max_bytes
         ):
             old = self._events.popleft()
-            self._bytes -= old.size
+            self._bytes -= memory_of(old)
             if old.seq > self.acked_seq:
                 self.forgotten_unacked += 1
 
@@ -83,7 +96,7 @@ class ReplayBuffer:
             return
         self.acked_seq = seq
         while self._events and self._events[0].seq <= seq:
-            self._bytes -= self._events.popleft().size
+            self._bytes -= memory_of(self._events.popleft())
 
     def after(self, last_seq: int) -> Iterable[Event]:
         """Events with seq > ``last_seq``, or a refusal if some are gone."""
