@@ -75,6 +75,23 @@ class Settings(BaseModel):
         gt=0,
         description="seconds to wait for the closing handshake before dropping the TCP connection",
     )
+    slow_consumer_close_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds a client closed with 4000 has to read what was queued before the "
+        "close frame (at most --write-limit plus one frame, and the kernel's buffers) before "
+        "the TCP connection is cut",
+    )
+    ack_timeout: float = Field(
+        0.0,
+        ge=0,
+        description="close with 4000 a client whose acks stop while output streams: more than "
+        "--ack-window events unacked and the oldest sent this many seconds ago (0 = off; "
+        "then only pings find a silent client)",
+    )
+    ack_window: int = Field(
+        256, ge=1, description="unacked events a client may have before --ack-timeout applies"
+    )
     handshake_timeout: float = Field(
         10.0, gt=0, description="seconds to wait for session.start or session.resume"
     )
