@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
+from typing import Any
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
@@ -14,6 +15,9 @@ EVENT_MEMORY_BYTES = 384
 """What holding one event costs in memory beyond its ``size`` (its object, its
 field dict, the containers), measured on CPython 3.11. The replay buffer and the
 outbox count it, so their byte bounds bound memory, not only payload."""
+
+
+_MAX_EVICTED_RUNS = 64
 
 
 def memory_of(event: Event) -> int:
@@ -35,6 +39,7 @@ class ReplayBuffer:
     __slots__ = (
         "_bytes",
         "_events",
+        "_evicted",
         "acked_seq",
         "forgotten_unacked",
         "last_seq",
@@ -51,6 +56,9 @@ class ReplayBuffer:
         self.acked_seq = 0
         self.forgotten_unacked = 0
         """Events dropped by the bounds before the client acked them."""
+        self._evicted: deque[list[Any]] = deque()
+        """[last seq, response id, tokens] of unacked events forgotten by the bounds,
+        one entry per run of one response's events: a later ack still credits them."""
 
     @property
     def first_seq(self) -> int:
@@ -85,18 +93,44 @@ class ReplayBuffer:
             self._bytes -= memory_of(old)
             if old.seq > self.acked_seq:
                 self.forgotten_unacked += 1
+                if old.tokens and old.response_id is not None:
+                    self._remember_evicted(old)
 
-    def ack(self, seq: int) -> None:
-        """Forget every event up to ``seq``: the client has them."""
+    def _remember_evicted(self, event: Event) -> None:
+        evicted = self._evicted
+        if evicted and evicted[-1][1] == event.response_id:
+            evicted[-1][0] = event.seq
+            evicted[-1][2] += event.tokens
+            return
+        evicted.append([event.seq, event.response_id, event.tokens])
+        if len(evicted) > _MAX_EVICTED_RUNS:
+            evicted.popleft()  # never credited: an ack that old is not coming
+
+    def ack(self, seq: int) -> list[tuple[str, int]]:
+        """Forget every event up to ``seq``: the client has them.
+
+        Returns the tokens this ack newly covers, as ``(response_id, tokens)``.
+        """
         if seq > self.last_seq:
             raise ProtocolViolation(
                 ErrorCode.INVALID_SEQ, f"ack {seq} is ahead of last seq {self.last_seq}"
             )
+        credited: list[tuple[str, int]] = []
         if seq <= self.acked_seq:
-            return
+            return credited
         self.acked_seq = seq
-        while self._events and self._events[0].seq <= seq:
-            self._bytes -= memory_of(self._events.popleft())
+        evicted = self._evicted
+        # A run the ack covers only in part is not credited: an undercount, never more.
+        while evicted and evicted[0][0] <= seq:
+            _, response_id, tokens = evicted.popleft()
+            credited.append((response_id, tokens))
+        events = self._events
+        while events and events[0].seq <= seq:
+            event = events.popleft()
+            self._bytes -= memory_of(event)
+            if event.tokens and event.response_id is not None:
+                credited.append((event.response_id, event.tokens))
+        return credited
 
     def after(self, last_seq: int) -> Iterable[Event]:
         """Events with seq > ``last_seq``, or a refusal if some are gone."""

@@ -95,6 +95,8 @@ class ResponseState:
     delivered_tokens: int = 0
     delivered_chars: int = 0
     """How much of that text left the outbox (sent text is always a prefix of it)."""
+    acknowledged_tokens: int = 0
+    """Delivered tokens the client acked."""
     usage_recorded: bool = False
     """Set by the runtime once the usage went to the ledger (recorded once)."""
     prefix: str = ""
@@ -148,7 +150,12 @@ class ResponseState:
 
     def usage(self) -> Usage:
         """Usage of this response so far."""
-        return Usage(self.input_tokens, self.generated_tokens, self.delivered_tokens)
+        return Usage(
+            self.input_tokens,
+            self.generated_tokens,
+            self.delivered_tokens,
+            self.acknowledged_tokens,
+        )
 
     @property
     def generated_chars(self) -> int:
@@ -687,8 +694,16 @@ class ServerSession:
     # -- resume and acks -------------------------------------------------
 
     def ack(self, seq: int) -> None:
-        """The client has everything up to ``seq``."""
-        self.replay.ack(seq)
+        """The client has everything up to ``seq``: its tokens count as acknowledged."""
+        for response_id, tokens in self.replay.ack(seq):
+            self.usage.output_tokens_acknowledged += tokens
+            response = self.responses.get(response_id)
+            if response is None and self.last_response is not None:
+                # Its done may be sent already; the ledger then has the count as of then.
+                last = self.last_response
+                response = last if last.id == response_id else None
+            if response is not None:
+                response.acknowledged_tokens += tokens
 
     def replay_after(self, last_seq: int) -> list[Event]:
         """Events the client missed, or :class:`ResumeRefused`."""

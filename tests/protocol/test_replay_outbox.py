@@ -157,3 +157,22 @@ def test_outbox_bytes_bound_the_memory_of_a_merged_backlog() -> None:
     outbox, held = _held_bytes(build)
     assert isinstance(outbox, Outbox)
     assert held <= outbox.nbytes * 1.2, f"{held} bytes held, {outbox.nbytes} accounted"
+
+
+def _token_event(buffer: ReplayBuffer, response_id: str, tokens: int) -> None:
+    event = TextDelta(response_id, "x" * tokens, tokens)
+    event.seal()
+    event.seq = buffer.last_seq + 1
+    buffer.append(event)
+
+
+def test_acks_credit_the_tokens_they_cover_also_after_the_bounds_forgot_them() -> None:
+    buffer = ReplayBuffer(max_events=4, max_bytes=1 << 20)
+    for _ in range(6):
+        _token_event(buffer, "resp_1", 2)  # seq 1..6; 1 and 2 forgotten unacked
+    _token_event(buffer, "resp_2", 1)  # seq 7; 3 forgotten
+    assert buffer.forgotten_unacked == 3
+    assert buffer.ack(2) == [], "a run covered only in part is not credited"
+    assert buffer.ack(5) == [("resp_1", 6), ("resp_1", 2), ("resp_1", 2)]
+    assert buffer.ack(5) == []
+    assert buffer.ack(7) == [("resp_1", 2), ("resp_2", 1)]

@@ -37,6 +37,7 @@ def test_lifecycle_numbers_events_and_ends_once() -> None:
         "input_tokens": 9,
         "output_tokens_generated": 3,
         "output_tokens_delivered": 3,
+        "output_tokens_acknowledged": 0,
     }
     assert [t.role for t in session.history()] == ["system", "user", "assistant"]
     assert session.history()[-1].text == "one two three"
@@ -218,3 +219,21 @@ def test_history_is_trimmed_to_its_bound_oldest_turns_first() -> None:
     assert turns[-1].text.startswith("answer 19")
     assert turns[1].text.startswith("question"), "whole exchanges go, oldest first"
     assert session.limits.to_dict()["history_max_chars"] == 1000
+
+
+def test_acks_count_acknowledged_tokens_apart_from_delivered_ones() -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    session.next_event()  # response.created: seq 1
+    for word in ["a", "b", "c", "d"]:
+        session.record_output(response, word, 1)
+        session.next_event()  # seq 2..5
+    session.ack(3)
+    assert response.usage().output_tokens_delivered == 4
+    assert response.usage().output_tokens_acknowledged == 2
+    session.end_response(response, ResponseStatus.COMPLETED)
+    done = session.flush()[-1].to_message()
+    assert done["usage"]["output_tokens_acknowledged"] == 2, "as of when the done was sent"
+    session.ack(6)
+    assert session.usage.output_tokens_acknowledged == 4
