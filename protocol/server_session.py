@@ -23,6 +23,7 @@ from protocol.conversation import Conversation, Turn
 from protocol.errors import ProtocolViolation
 from protocol.events import (
     ERROR,
+    EVENT_OVERHEAD_BYTES,
     OUTPUT_JSON_DELTA,
     RESPONSE_CREATED,
     RESPONSE_DONE,
@@ -391,7 +392,11 @@ class ServerSession:
             # Only when it changed: a fragment inside a number or between tokens adds nothing.
             response.output_json_shown = value
             fields = {"response_id": response.id, "value": value, "provisional": True}
-            self.outbox.push(Event(OUTPUT_JSON_DELTA, fields, response_id=response.id))
+            # The value is about as large as the text so far: counted, so a client that
+            # lags behind structured output meets the outbox bound like any other.
+            size = EVENT_OVERHEAD_BYTES + response.generated_chars
+            event = Event(OUTPUT_JSON_DELTA, fields, response_id=response.id, size=size)
+            self.outbox.push(event)
 
     # -- tool calls ----------------------------------------------------------
 

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import gc
+import json
 import tracemalloc
 
 import pytest
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
-from protocol.events import Event
+from protocol.events import OUTPUT_JSON_DELTA, Event
+from protocol.partial_json import PartialJson
 from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
 
 
@@ -237,3 +239,18 @@ def test_acks_count_acknowledged_tokens_apart_from_delivered_ones() -> None:
     assert done["usage"]["output_tokens_acknowledged"] == 2, "as of when the done was sent"
     session.ack(6)
     assert session.usage.output_tokens_acknowledged == 4
+
+
+def test_provisional_json_values_count_their_size_toward_the_outbox_bound() -> None:
+    # Every change of a structured answer queues its whole value so far: a lagging
+    # client's outbox holds quadratic bytes unless each value is counted.
+    session = _session()
+    session.add_user_text("list them")
+    response = session.begin_response()
+    response.output_json = PartialJson()
+    for i in range(200):
+        session.record_output(response, ("[" if i == 0 else ",") + f'"item {i}"', 1)
+    values = [e.fields["value"] for e in session.outbox.pending() if e.type == OUTPUT_JSON_DELTA]
+    assert len(values) == 200
+    held = sum(len(json.dumps(v, separators=(",", ":"))) for v in values)
+    assert session.outbox.nbytes >= held
