@@ -6,6 +6,7 @@ from collections import deque
 from typing import TypeVar
 
 from protocol.events import OUTPUT_JSON_DELTA, TOOL_CALL_DELTA, AudioDelta, Event, TextDelta
+from protocol.replay import memory_of
 
 MAX_MERGED_BYTES = 16 * 1024
 """A merged delta stops growing here, so one frame (and one replay entry) stays small."""
@@ -16,6 +17,10 @@ _PROVISIONAL = frozenset({TOOL_CALL_DELTA, OUTPUT_JSON_DELTA})
 MAX_MERGED_AUDIO_BYTES = 64 * 1024
 """A merged audio chunk stops growing here (2 s at 16 kHz)."""
 
+_MAX_PIECES = 16
+"""A merged delta joins its pieces when it holds this many: one small string per
+token would cost ten times the token's text (the bound would not bound memory)."""
+
 
 class Outbox:
     """Unsent session events in order.
@@ -24,7 +29,8 @@ class Outbox:
     the tail delta, so a lagging client gets fewer, larger frames and no text is
     ever dropped. Events are numbered only when they leave (``pop``), so merging
     never leaves a hole in ``seq``. The byte count lets the owner enforce the
-    per-connection hard bound.
+    per-connection hard bound; it is the approximate memory the queued events
+    hold (:func:`protocol.replay.memory_of`), their text or audio included.
     """
 
     __slots__ = ("_queue", "merged", "nbytes", "peak_bytes")
@@ -45,13 +51,15 @@ class Outbox:
     def push(self, event: Event) -> None:
         """Queue any event."""
         self._queue.append(event)
-        self._grow(event.size)
+        self._grow(memory_of(event))
 
     def push_text(self, response_id: str, text: str, tokens: int) -> None:
         """Queue a text delta, merging it into a queued delta of the same response."""
         target = self._merge_target(TextDelta, response_id, MAX_MERGED_BYTES)
         if target is not None:
             target.merge(text, tokens)
+            if len(target.parts) >= _MAX_PIECES:
+                target.parts[:] = ["".join(target.parts)]
             self.merged += 1
             self._grow(len(text))
             return
@@ -64,6 +72,8 @@ class Outbox:
         target = self._merge_target(AudioDelta, response_id, MAX_MERGED_AUDIO_BYTES)
         if target is not None:
             target.merge(audio, duration_ms)
+            if len(target.chunks) >= _MAX_PIECES:
+                target.chunks[:] = [b"".join(target.chunks)]
             self.merged += 1
             self._grow(len(audio))
             return
@@ -99,7 +109,7 @@ class Outbox:
         if not self._queue:
             return None
         event = self._queue.popleft()
-        self.nbytes -= event.size
+        self.nbytes -= memory_of(event)
         return event
 
     def drop_response(self, response_id: str) -> int:
@@ -110,7 +120,7 @@ class Outbox:
             provisional = isinstance(event, TextDelta | AudioDelta) or event.type in _PROVISIONAL
             if provisional and event.response_id == response_id:
                 dropped += event.tokens
-                self.nbytes -= event.size
+                self.nbytes -= memory_of(event)
             else:
                 kept.append(event)
         self._queue = kept

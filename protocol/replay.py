@@ -5,14 +5,31 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
+from typing import Any
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
 
+EVENT_MEMORY_BYTES = 384
+"""What holding one event costs in memory beyond its ``size`` (its object, its
+field dict, the containers), measured on CPython 3.11. The replay buffer and the
+outbox count it, so their byte bounds bound memory, not only payload."""
+
+
+_MAX_EVICTED_RUNS = 64
+
+
+def memory_of(event: Event) -> int:
+    """Approximate bytes one held event costs: its size plus the object overhead."""
+    return event.size + EVENT_MEMORY_BYTES
+
 
 class ReplayBuffer:
     """Sequenced events, bounded by count and bytes, trimmed by client acks.
+
+    Bytes are the approximate memory held (:func:`memory_of`), so the bound
+    holds for a backlog of one-token events as for a few merged ones.
 
     When a bound is hit the oldest events are forgotten even if unacked; a
     client that then resumes from before them gets an explicit refusal rather
@@ -22,6 +39,7 @@ class ReplayBuffer:
     __slots__ = (
         "_bytes",
         "_events",
+        "_evicted",
         "acked_seq",
         "forgotten_unacked",
         "last_seq",
@@ -38,6 +56,9 @@ class ReplayBuffer:
         self.acked_seq = 0
         self.forgotten_unacked = 0
         """Events dropped by the bounds before the client acked them."""
+        self._evicted: deque[list[Any]] = deque()
+        """[last seq, response id, tokens] of unacked events forgotten by the bounds,
+        one entry per run of one response's events: a later ack still credits them."""
 
     @property
     def first_seq(self) -> int:
@@ -46,7 +67,7 @@ class ReplayBuffer:
 
     @property
     def nbytes(self) -> int:
-        """Bytes (approximate) held by the buffer."""
+        """Memory (approximate bytes) held by the buffer's events."""
         return self._bytes
 
     def __len__(self) -> int:
@@ -63,27 +84,53 @@ class ReplayBuffer:
         if event.seq != self.last_seq + 1:
             raise ValueError(f"seq {event.seq} does not follow {self.last_seq}")
         self._events.append(event)
-        self._bytes += event.size
+        self._bytes += memory_of(event)
         self.last_seq = event.seq
         while self._events and (
             len(self._events) > self.max_events or self._bytes > self.max_bytes
         ):
             old = self._events.popleft()
-            self._bytes -= old.size
+            self._bytes -= memory_of(old)
             if old.seq > self.acked_seq:
                 self.forgotten_unacked += 1
+                if old.tokens and old.response_id is not None:
+                    self._remember_evicted(old)
 
-    def ack(self, seq: int) -> None:
-        """Forget every event up to ``seq``: the client has them."""
+    def _remember_evicted(self, event: Event) -> None:
+        evicted = self._evicted
+        if evicted and evicted[-1][1] == event.response_id:
+            evicted[-1][0] = event.seq
+            evicted[-1][2] += event.tokens
+            return
+        evicted.append([event.seq, event.response_id, event.tokens])
+        if len(evicted) > _MAX_EVICTED_RUNS:
+            evicted.popleft()  # never credited: an ack that old is not coming
+
+    def ack(self, seq: int) -> list[tuple[str, int]]:
+        """Forget every event up to ``seq``: the client has them.
+
+        Returns the tokens this ack newly covers, as ``(response_id, tokens)``.
+        """
         if seq > self.last_seq:
             raise ProtocolViolation(
                 ErrorCode.INVALID_SEQ, f"ack {seq} is ahead of last seq {self.last_seq}"
             )
+        credited: list[tuple[str, int]] = []
         if seq <= self.acked_seq:
-            return
+            return credited
         self.acked_seq = seq
-        while self._events and self._events[0].seq <= seq:
-            self._bytes -= self._events.popleft().size
+        evicted = self._evicted
+        # A run the ack covers only in part is not credited: an undercount, never more.
+        while evicted and evicted[0][0] <= seq:
+            _, response_id, tokens = evicted.popleft()
+            credited.append((response_id, tokens))
+        events = self._events
+        while events and events[0].seq <= seq:
+            event = events.popleft()
+            self._bytes -= memory_of(event)
+            if event.tokens and event.response_id is not None:
+                credited.append((event.response_id, event.tokens))
+        return credited
 
     def after(self, last_seq: int) -> Iterable[Event]:
         """Events with seq > ``last_seq``, or a refusal if some are gone."""

@@ -23,6 +23,7 @@ from protocol.conversation import Conversation, Turn
 from protocol.errors import ProtocolViolation
 from protocol.events import (
     ERROR,
+    EVENT_OVERHEAD_BYTES,
     OUTPUT_JSON_DELTA,
     RESPONSE_CREATED,
     RESPONSE_DONE,
@@ -34,6 +35,7 @@ from protocol.events import (
 from protocol.outbox import Outbox
 from protocol.partial_json import PartialJson, PartialJsonError
 from protocol.replay import ReplayBuffer
+from protocol.text_buffer import TextBuffer
 from protocol.tool_loop import CallState, ToolCallState, ToolLoop, result_text
 from protocol.usage import Usage
 
@@ -61,6 +63,8 @@ class SessionLimits:
     outbox_max_bytes: int = 1 << 20
     max_output_tokens: int = 4096
     max_input_chars: int = 100_000
+    history_max_chars: int = 1_000_000
+    """The conversation's text bound: past it the oldest turns are forgotten."""
     tool_timeout_ms: int = 0
     """How long an emitted tool call waits for its result (0: the worker's default)."""
 
@@ -73,6 +77,7 @@ class SessionLimits:
             "outbox_max_bytes": self.outbox_max_bytes,
             "max_output_tokens": self.max_output_tokens,
             "max_input_chars": self.max_input_chars,
+            "history_max_chars": self.history_max_chars,
         }
 
 
@@ -86,9 +91,13 @@ class ResponseState:
     reason: str | None = None
     input_tokens: int = 0
     generated_tokens: int = 0
-    generated_parts: list[str] = field(default_factory=list)
+    generated: TextBuffer = field(default_factory=TextBuffer)
+    """Every character of text the engine produced for this response (one copy)."""
     delivered_tokens: int = 0
-    delivered_parts: list[str] = field(default_factory=list)
+    delivered_chars: int = 0
+    """How much of that text left the outbox (sent text is always a prefix of it)."""
+    acknowledged_tokens: int = 0
+    """Delivered tokens the client acked."""
     usage_recorded: bool = False
     """Set by the runtime once the usage went to the ledger (recorded once)."""
     prefix: str = ""
@@ -98,7 +107,6 @@ class ResponseState:
     """The assistant turn this response left in the conversation."""
     history_index: int | None = None
     """Where that turn is in the conversation (a late playback report may shorten it)."""
-    generated_chars: int = 0
     audio_ends_ms: list[float] = field(default_factory=list)
     """Audio timeline: where each chunk of generated audio ends, in ms..."""
     audio_ends_chars: list[int] = field(default_factory=list)
@@ -143,15 +151,34 @@ class ResponseState:
 
     def usage(self) -> Usage:
         """Usage of this response so far."""
-        return Usage(self.input_tokens, self.generated_tokens, self.delivered_tokens)
+        return Usage(
+            self.input_tokens,
+            self.generated_tokens,
+            self.delivered_tokens,
+            self.acknowledged_tokens,
+        )
+
+    @property
+    def generated_chars(self) -> int:
+        """Characters of text the engine produced for this response."""
+        return self.generated.chars
 
     def delivered_text(self) -> str:
         """The text that has left the outbox for the client."""
-        return "".join(self.delivered_parts)
+        return self.generated.text()[: self.delivered_chars]
 
     def generated_text(self) -> str:
         """All text the engine produced for this response."""
-        return "".join(self.generated_parts)
+        return self.generated.text()
+
+    def restore_text(self, text: str) -> None:
+        """Set the text of a response read back from a store (all of it delivered)."""
+        self.generated = TextBuffer(text)
+        self.delivered_chars = len(text)
+
+
+def _turn_chars(turn: Turn) -> int:
+    return len(turn.text) + sum(len(c.arguments) + len(c.name) for c in turn.tool_calls)
 
 
 class ServerSession:
@@ -221,6 +248,7 @@ class ServerSession:
             self.conversation.version += 1  # a store must see it (takeover)
         else:
             self.conversation.add("user", text)
+            self._trim_history()
 
     def check_new_request(self, request_id: str | None) -> None:
         """Refuse a response request whose id already started one (a resend after a drop)."""
@@ -340,8 +368,7 @@ class ServerSession:
             # Output that raced with an abort: counted, never sent.
             return
         if text:
-            response.generated_parts.append(text)
-            response.generated_chars += len(text)
+            response.generated.append(text)
             self.outbox.push_text(response.id, text, tokens)
             if response.output_json is not None:
                 self._parse_output(response, text)
@@ -365,7 +392,11 @@ class ServerSession:
             # Only when it changed: a fragment inside a number or between tokens adds nothing.
             response.output_json_shown = value
             fields = {"response_id": response.id, "value": value, "provisional": True}
-            self.outbox.push(Event(OUTPUT_JSON_DELTA, fields, response_id=response.id))
+            # The value is about as large as the text so far: counted, so a client that
+            # lags behind structured output meets the outbox bound like any other.
+            size = EVENT_OVERHEAD_BYTES + response.generated_chars
+            event = Event(OUTPUT_JSON_DELTA, fields, response_id=response.id, size=size)
+            self.outbox.push(event)
 
     # -- tool calls ----------------------------------------------------------
 
@@ -528,6 +559,7 @@ class ServerSession:
         for text in self.queued_user_turns:
             self.conversation.add("user", text)
         self.queued_user_turns.clear()
+        self._trim_history()
         self.outbox.push(Event(RESPONSE_DONE, fields, response_id=response.id))
         if self.active is response:
             self.active = None
@@ -567,6 +599,34 @@ class ServerSession:
             self.conversation.add("assistant", text)
             response.history_text = text
 
+    def history_chars(self) -> int:
+        """Characters of the conversation (turn texts and tool-call arguments)."""
+        return sum(_turn_chars(t) for t in self.conversation.turns)
+
+    def _trim_history(self) -> None:
+        """Forget the oldest turns while the history is above its bound.
+
+        Whole exchanges go: the history then starts at a user turn (never with
+        an answer or a tool result whose call was forgotten). The newest turn
+        always stays: it is what the next response answers.
+        """
+        turns = self.conversation.turns
+        excess = self.history_chars() - self.limits.history_max_chars
+        if excess <= 0:
+            return
+        drop = 0
+        while drop < len(turns) - 1 and (excess > 0 or turns[drop].role != "user"):
+            excess -= _turn_chars(turns[drop])
+            drop += 1
+        if not drop:
+            return
+        del turns[:drop]
+        self.conversation.version += 1
+        for response in (self.last_response, self.active):
+            if response is not None and response.history_index is not None:
+                index = response.history_index - drop
+                response.history_index = index if index >= 0 else None
+
     # -- errors ----------------------------------------------------------
 
     def queue_error(self, violation: ProtocolViolation) -> None:
@@ -587,7 +647,7 @@ class ServerSession:
         if isinstance(event, TextDelta):
             text = event.seal()
             if response is not None:
-                response.delivered_parts.append(text)
+                response.delivered_chars += len(text)
                 response.delivered_tokens += event.tokens
             self.usage.output_tokens_delivered += event.tokens
         elif event.tokens and response is not None:
@@ -639,8 +699,16 @@ class ServerSession:
     # -- resume and acks -------------------------------------------------
 
     def ack(self, seq: int) -> None:
-        """The client has everything up to ``seq``."""
-        self.replay.ack(seq)
+        """The client has everything up to ``seq``: its tokens count as acknowledged."""
+        for response_id, tokens in self.replay.ack(seq):
+            self.usage.output_tokens_acknowledged += tokens
+            response = self.responses.get(response_id)
+            if response is None and self.last_response is not None:
+                # Its done may be sent already; the ledger then has the count as of then.
+                last = self.last_response
+                response = last if last.id == response_id else None
+            if response is not None:
+                response.acknowledged_tokens += tokens
 
     def replay_after(self, last_seq: int) -> list[Event]:
         """Events the client missed, or :class:`ResumeRefused`."""

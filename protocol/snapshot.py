@@ -218,6 +218,5 @@ def _running_response(data: dict[str, Any], partial_text: str) -> ResponseState:
     response.continues = data.get("continues")
     if partial_text:
         # What the store has is all anyone can vouch for: it is the response's text now.
-        response.generated_parts = [partial_text]
-        response.delivered_parts = [partial_text]
+        response.restore_text(partial_text)
     return response

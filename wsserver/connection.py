@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import socket
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -21,7 +22,15 @@ from protocol.audio_frame import is_audio_frame
 from protocol.codes import CLOSE_CODES, CloseCode, Disposition, ErrorCode
 from protocol.encoding import codec_for
 from protocol.errors import ProtocolViolation
-from protocol.events import PONG, Event, connection_message, error_fields
+from protocol.events import (
+    ERROR,
+    EVENT_OVERHEAD_BYTES,
+    PONG,
+    Event,
+    TextDelta,
+    connection_message,
+    error_fields,
+)
 from protocol.messages import (
     ClientMessage,
     Ping,
@@ -34,6 +43,7 @@ from wsserver.ratelimit import TokenBucket
 from wsserver.runtime import Departure
 
 if TYPE_CHECKING:
+    from protocol.server_session import ServerSession
     from wsserver.frontdoor.quotas import ConnectionQuota
     from wsserver.runtime import SessionRuntime
     from wsserver.server import WorkerServer
@@ -45,6 +55,7 @@ class Connection:
     """Reader and writer tasks of one client connection."""
 
     __slots__ = (
+        "_ack_mark",
         "_closing",
         "_control",
         "_inbound",
@@ -72,6 +83,8 @@ class Connection:
         self._waiter: asyncio.Future[None] | None = None
         self._wake_pending = False
         self._closing = False
+        self._ack_mark: tuple[int, float] | None = None
+        """(seq, when it was written) of an event the client has not acked yet."""
         settings = server.settings
         self._inbound = TokenBucket(
             settings.max_messages_per_second,
@@ -108,9 +121,9 @@ class Connection:
             self._replay.extend(events)
         self.wake()
 
-    def close_slow_consumer(self) -> None:
+    def close_slow_consumer(self, text: str = "slow consumer: resume") -> None:
         """The outbox passed its hard bound: close with 4000 so the client resumes."""
-        self.close(CloseCode.SLOW_CONSUMER, "slow consumer: resume")
+        self.close(CloseCode.SLOW_CONSUMER, text)
 
     def close(self, code: CloseCode, text: str) -> None:
         """Stop writing session events and close the socket in the background.
@@ -127,7 +140,31 @@ class Connection:
             departure = Departure.ENDED if terminal else Departure.DROPPED
             runtime.detach(self, departure, reason=CLOSE_CODES[code].name)
             self.runtime = None
-        self.server.spawn(self.ws.close(code, text))
+        settings = self.server.settings
+        # A slow consumer gets longer to read what is queued before its close frame.
+        timeout = (
+            settings.slow_consumer_close_timeout
+            if code == CloseCode.SLOW_CONSUMER
+            else settings.close_timeout
+        )
+        self.server.spawn(self._close(code, text, timeout))
+
+    async def _close(self, code: CloseCode, text: str, timeout: float) -> None:
+        """The closing handshake, cut after ``timeout`` seconds in every case.
+
+        The close frame queues behind what the socket has not sent yet (at most
+        ``--write-limit`` plus one frame here, and the kernel's buffers): a client
+        that reads it all within ``timeout`` sees the code, a client that does
+        not sees the TCP connection cut (1006). websockets bounds only the wait
+        for the client's close frame, not the wait for the queue to drain.
+        """
+        ws = self.ws
+        ws.close_timeout = timeout
+        try:
+            async with asyncio.timeout(timeout):
+                await ws.close(code, text)
+        except TimeoutError:
+            ws.transport.abort()
 
     # -- lifecycle -------------------------------------------------------
 
@@ -143,6 +180,10 @@ class Connection:
                 await self._on_frame(frame)
         except ConnectionClosed:
             pass
+        except Exception as exc:
+            # One line, no traceback: the client is told (1011) and resumes.
+            log.error("connection reader failed: %s", _describe(exc))
+            self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
         finally:
             handshake_timer.cancel()
             writer.cancel()
@@ -257,39 +298,131 @@ class Connection:
     # -- writing ---------------------------------------------------------
 
     async def _write_loop(self) -> None:
-        ws = self.ws
-        encode = self.codec.encode
-        encode_event = self.codec.encode_event
-        control = self._control
         try:
-            while True:
-                self._wake_pending = False
-                while True:
-                    if control:
-                        await ws.send(encode(control.pop(0)))
-                        continue
-                    replay = self._replay
-                    if replay:
-                        await ws.send(encode_event(replay.popleft()))
-                        continue
-                    self._replay = None
-                    runtime = self.runtime
-                    if runtime is None or self._closing:
-                        break
-                    event = runtime.session.next_event()
-                    if event is None:
-                        break
-                    # Numbered events go to the store in the next batch, sent or not.
-                    runtime.events_numbered()
-                    await ws.send(encode_event(event))
-                    if event.type == "response.done":
-                        runtime.settle()
-                if self._wake_pending:
-                    continue
-                self._waiter = asyncio.get_running_loop().create_future()
-                try:
-                    await self._waiter
-                finally:
-                    self._waiter = None
+            await self._write()
         except ConnectionClosed:
             return
+        except Exception as exc:
+            # Never die silently: a writer that stops leaves the client waiting forever.
+            log.error("connection writer failed: %s", _describe(exc))
+            self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
+
+    async def _send(self, frame: str | bytes) -> None:
+        if isinstance(frame, str):
+            # Encoded here, not inside websockets, which would log a traceback and
+            # drop the connection without a close code on a lone surrogate.
+            await self.ws.send(frame.encode(), text=True)
+        else:
+            await self.ws.send(frame)
+
+    def _encode_control(self, message: dict[str, Any]) -> str | bytes:
+        try:
+            frame = self.codec.encode(message)
+            if isinstance(frame, str):
+                frame.encode()
+        except Exception as exc:
+            raise EventNotEncodable(f"{message.get('type')} could not be encoded: {exc}") from exc
+        return frame
+
+    def _encode_event(self, event: Event) -> str | bytes:
+        """The event's frame; an event that cannot be encoded is voided first.
+
+        It is numbered and in the replay buffer already: left as it is, every
+        resume would fail on it again. It becomes an ``internal_error`` event of
+        the same ``seq``, so the stream stays gap-free and a resume goes on.
+        """
+        try:
+            frame = self.codec.encode_event(event)
+            if isinstance(frame, str):
+                frame.encode()  # what _send does; fails here on a lone surrogate
+        except Exception as exc:
+            void_event(event)
+            raise EventNotEncodable(f"event {event.seq} could not be encoded: {exc}") from exc
+        return frame
+
+    def _check_acks(self, event: Event, session: ServerSession) -> None:
+        """Close a client that stopped acking while output streams (``--ack-timeout``)."""
+        settings = self.server.settings
+        if not settings.ack_timeout:
+            return
+        now = asyncio.get_running_loop().time()
+        acked = session.replay.acked_seq
+        mark = self._ack_mark
+        if mark is None or mark[0] <= acked:
+            self._ack_mark = mark = (event.seq, now)
+        if event.seq - acked > settings.ack_window and now - mark[1] > settings.ack_timeout:
+            self.close_slow_consumer(f"slow consumer: no ack after seq {acked}; resume")
+
+    async def _write(self) -> None:
+        send = self._send
+        encode = self._encode_control
+        encode_event = self._encode_event
+        control = self._control
+        while True:
+            self._wake_pending = False
+            while True:
+                if control:
+                    await send(encode(control.pop(0)))
+                    continue
+                replay = self._replay
+                if replay:
+                    await send(encode_event(replay.popleft()))
+                    continue
+                self._replay = None
+                runtime = self.runtime
+                if runtime is None or self._closing:
+                    break
+                event = runtime.session.next_event()
+                if event is None:
+                    break
+                # Numbered events go to the store in the next batch, sent or not.
+                runtime.events_numbered()
+                await send(encode_event(event))
+                if event.type == "response.done":
+                    runtime.settle()
+                self._check_acks(event, runtime.session)
+            if self._wake_pending:
+                continue
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+
+_UNENCODABLE = re.compile("[\ud800-\udfff]")
+"""Lone surrogates: valid in a Python str, not in UTF-8 (JSON text) nor msgpack."""
+
+
+class EventNotEncodable(Exception):
+    """A session event holds a value its encoding cannot carry."""
+
+
+def void_event(event: Event) -> None:
+    """Make an event encodable, in place (it is the replay buffer's copy too).
+
+    Text keeps its place with U+FFFD for what could not be encoded; any other
+    event becomes an ``internal_error`` event with the same seq and response.
+    """
+    if isinstance(event, TextDelta):
+        text = _UNENCODABLE.sub("\ufffd", event.seal())
+        event.parts = [text]
+        event.fields["delta"] = text
+        return
+    fields = error_fields(
+        ErrorCode.INTERNAL_ERROR.value, f"event {event.seq} could not be sent", None
+    )
+    if event.response_id is not None:
+        fields["response_id"] = event.response_id
+    event.type = ERROR
+    event.fields = fields
+    event.size = EVENT_OVERHEAD_BYTES
+
+
+def _describe(exc: BaseException) -> str:
+    """One line: the exception, and what caused it."""
+    text = f"{type(exc).__name__}: {exc}"
+    cause = exc.__cause__
+    if cause is not None:
+        text += f" (from {type(cause).__name__}: {cause})"
+    return text.replace("\n", " ")[:500]

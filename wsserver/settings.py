@@ -84,6 +84,23 @@ class Settings(FrontDoorSettings):
         gt=0,
         description="seconds to wait for the closing handshake before dropping the TCP connection",
     )
+    slow_consumer_close_timeout: float = Field(
+        10.0,
+        gt=0,
+        description="seconds a client closed with 4000 has to read what was queued before the "
+        "close frame (at most --write-limit plus one frame, and the kernel's buffers) before "
+        "the TCP connection is cut",
+    )
+    ack_timeout: float = Field(
+        0.0,
+        ge=0,
+        description="close with 4000 a client whose acks stop while output streams: more than "
+        "--ack-window events unacked and the oldest sent this many seconds ago (0 = off; "
+        "then only pings find a silent client)",
+    )
+    ack_window: int = Field(
+        256, ge=1, description="unacked events a client may have before --ack-timeout applies"
+    )
     handshake_timeout: float = Field(
         10.0, gt=0, description="seconds to wait for session.start or session.resume"
     )
@@ -97,7 +114,10 @@ class Settings(FrontDoorSettings):
         400, ge=1, description="inbound messages accepted at once above the steady rate"
     )
     outbox_max_bytes: int = Field(
-        1 << 20, ge=1024, description="unsent bytes per connection before closing with 4000"
+        1 << 20,
+        ge=1024,
+        description="unsent output per connection (approximate memory in bytes) before "
+        "closing with 4000",
     )
     listen_backlog: int = Field(
         2048, ge=1, description="pending TCP connections the listener queues (reconnect storms)"
@@ -112,7 +132,16 @@ class Settings(FrontDoorSettings):
         "bounds how much a stalled client can park in the kernel",
     )
     replay_max_events: int = Field(4096, ge=16, description="events kept for resume")
-    replay_max_bytes: int = Field(1 << 20, ge=1024, description="bytes kept for resume")
+    replay_max_bytes: int = Field(
+        1 << 20,
+        ge=1024,
+        description="memory kept for resume in bytes (about 450 per event plus its text or audio)",
+    )
+    history_max_chars: int = Field(
+        1_000_000,
+        ge=1000,
+        description="conversation bound in characters; past it the oldest exchanges are forgotten",
+    )
     max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
     max_input_chars: int = Field(100_000, ge=1, description="longest user input in characters")
     compression: bool = Field(False, description="enable permessage-deflate")
@@ -249,6 +278,7 @@ class Settings(FrontDoorSettings):
             outbox_max_bytes=self.outbox_max_bytes,
             max_output_tokens=self.max_output_tokens,
             max_input_chars=self.max_input_chars,
+            history_max_chars=self.history_max_chars,
         )
 
     def store_limits(self) -> StoreLimits:

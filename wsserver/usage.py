@@ -31,7 +31,7 @@ def format_usage(report: dict[str, Any]) -> str:
     """A table for the terminal."""
     header = (
         f"{'response':<12} {'status':<12} {'reason':<18} {'input':>7} "
-        f"{'generated':>10} {'delivered':>10} {'wasted':>7}"
+        f"{'generated':>10} {'delivered':>10} {'acked':>7} {'wasted':>7}"
     )
     lines = [f"session {report['session_id']}", header, "-" * len(header)]
     rows = [
@@ -42,6 +42,7 @@ def format_usage(report: dict[str, Any]) -> str:
         lines.append(
             f"{row['response_id']:<12} {row['status']:<12} {(row['reason'] or ''):<18} "
             f"{row['input_tokens']:>7} {row['output_tokens_generated']:>10} "
-            f"{row['output_tokens_delivered']:>10} {row['output_tokens_wasted']:>7}"
+            f"{row['output_tokens_delivered']:>10} {row.get('output_tokens_acknowledged', 0):>7} "
+            f"{row['output_tokens_wasted']:>7}"
         )
     return "\n".join(lines)

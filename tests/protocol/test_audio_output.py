@@ -29,6 +29,7 @@ from protocol.events import (
 )
 from protocol.messages import AudioSettings, TurnDetection
 from protocol.outbox import MAX_MERGED_AUDIO_BYTES, Outbox
+from protocol.replay import memory_of
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession, SessionLimits
 from protocol.snapshot import (
     ConversationSnapshot,
@@ -188,7 +189,7 @@ def test_drop_response_drops_text_and_audio_of_that_response_only() -> None:
         (TEXT_DELTA, "resp_2"),
         (AUDIO_DELTA, "resp_2"),
     ]
-    assert outbox.nbytes == sum(e.size for e in remaining)
+    assert outbox.nbytes == sum(memory_of(e) for e in remaining)
 
 
 # -- server session: numbering and sealing --------------------------------------

@@ -1,10 +1,15 @@
 from __future__ import annotations
 
+import gc
+import json
+import tracemalloc
+
 import pytest
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
-from protocol.events import Event
+from protocol.events import OUTPUT_JSON_DELTA, Event
+from protocol.partial_json import PartialJson
 from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
 
 
@@ -34,6 +39,7 @@ def test_lifecycle_numbers_events_and_ends_once() -> None:
         "input_tokens": 9,
         "output_tokens_generated": 3,
         "output_tokens_delivered": 3,
+        "output_tokens_acknowledged": 0,
     }
     assert [t.role for t in session.history()] == ["system", "user", "assistant"]
     assert session.history()[-1].text == "one two three"
@@ -173,3 +179,78 @@ def test_user_text_during_a_response_follows_its_answer() -> None:
     assert created.to_message()["request_id"] == "req-1"
     # The queued turn can be answered without repeating it.
     assert session.begin_response().id == "resp_2"
+
+
+def test_a_long_answer_keeps_one_copy_of_its_text() -> None:
+    # 50,000 tokens sent one by one into a small replay buffer: what stays is the
+    # bounded buffer and the answer's text once, not a string per token.
+    session = _session(replay_max_bytes=64 * 1024, max_output_tokens=100_000)
+    session.keep_unpersisted = False  # the runtime hands those to the store every few ms
+    session.add_user_text("a long one")
+    response = session.begin_response()
+    words = [" the", " word", " and", " people", " a", " number"]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(50_000):
+            session.record_output(response, words[i % 6] + str(i % 10), 1)
+            session.next_event()
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    chars = response.generated_chars
+    assert session.replay.nbytes <= 64 * 1024
+    assert held <= session.replay.nbytes + 1.2 * chars + 16 * 1024, (held, chars)
+    assert response.delivered_text() == response.generated_text()
+    assert len(response.generated_text()) == chars
+
+
+def test_history_is_trimmed_to_its_bound_oldest_turns_first() -> None:
+    session = _session(history_max_chars=1000)
+    for n in range(20):
+        session.add_user_text(f"question {n} " + "q" * 100)
+        response = session.begin_response()
+        session.record_output(response, f"answer {n} " + "a" * 100, 1)
+        session.end_response(response, ResponseStatus.COMPLETED)
+        session.flush()
+        assert session.history_chars() <= 1000
+    turns = session.history()
+    assert turns[0].role == "system", "the instructions are not part of the trimmed history"
+    assert turns[-1].text.startswith("answer 19")
+    assert turns[1].text.startswith("question"), "whole exchanges go, oldest first"
+    assert session.limits.to_dict()["history_max_chars"] == 1000
+
+
+def test_acks_count_acknowledged_tokens_apart_from_delivered_ones() -> None:
+    session = _session()
+    session.add_user_text("q")
+    response = session.begin_response()
+    session.next_event()  # response.created: seq 1
+    for word in ["a", "b", "c", "d"]:
+        session.record_output(response, word, 1)
+        session.next_event()  # seq 2..5
+    session.ack(3)
+    assert response.usage().output_tokens_delivered == 4
+    assert response.usage().output_tokens_acknowledged == 2
+    session.end_response(response, ResponseStatus.COMPLETED)
+    done = session.flush()[-1].to_message()
+    assert done["usage"]["output_tokens_acknowledged"] == 2, "as of when the done was sent"
+    session.ack(6)
+    assert session.usage.output_tokens_acknowledged == 4
+
+
+def test_provisional_json_values_count_their_size_toward_the_outbox_bound() -> None:
+    # Every change of a structured answer queues its whole value so far: a lagging
+    # client's outbox holds quadratic bytes unless each value is counted.
+    session = _session()
+    session.add_user_text("list them")
+    response = session.begin_response()
+    response.output_json = PartialJson()
+    for i in range(200):
+        session.record_output(response, ("[" if i == 0 else ",") + f'"item {i}"', 1)
+    values = [e.fields["value"] for e in session.outbox.pending() if e.type == OUTPUT_JSON_DELTA]
+    assert len(values) == 200
+    held = sum(len(json.dumps(v, separators=(",", ":"))) for v in values)
+    assert session.outbox.nbytes >= held

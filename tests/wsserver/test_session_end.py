@@ -1,11 +1,15 @@
-"""Ended sessions leave the store, also when many end at once."""
+"""How connections end: sessions leave the store; a failing writer closes 1011, once."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
+import pytest
 import redis.asyncio as redis_asyncio
 
+from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL
+from protocol.events import SESSION_UPDATED
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.wire import RawClient, wait_until
 
@@ -35,3 +39,38 @@ async def test_mass_close_removes_every_session(start_server: StartServer, redis
         await again.resume(ready, 0)
         assert (await again.recv())["code"] == "unknown_session"
         await again.close()
+
+
+@pytest.mark.parametrize("subprotocol", [JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL])
+async def test_an_event_that_cannot_be_sent_closes_1011_logs_one_line_and_resume_goes_on(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture, subprotocol: str
+) -> None:
+    server = await start_server()
+    client = await RawClient.connect(url_of(server), subprotocol=subprotocol)
+    ready = await client.start()
+    runtime = server.sessions[ready["session_id"]]
+    caplog.set_level(logging.DEBUG)
+    # A lone surrogate: a valid Python str that neither UTF-8 nor msgpack can carry,
+    # queued as the runtime queues any session event.
+    runtime.session.push_event(SESSION_UPDATED, {"tools": ["bad \ud800"]})
+    runtime.wake()
+    assert await client.closed_code() == 1011
+    await wait_until(lambda: runtime.connection is None)
+    problems = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(problems) == 1, [r.getMessage() for r in problems]
+    assert problems[0].exc_info is None, "one line, no traceback"
+    assert "could not be encoded" in problems[0].getMessage()
+
+    # The event was voided in the replay buffer: every later resume goes on, in both encodings.
+    for resume_with in (JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL):
+        again = await RawClient.connect(url_of(server), subprotocol=resume_with)
+        await again.resume(ready, 0)
+        assert (await again.until("session.ready"))["resumed"] is True
+        voided = await again.recv()
+        assert (voided["type"], voided["seq"], voided["code"]) == ("error", 1, "internal_error")
+        await again.send({"type": "response.create", "input": "still here"})
+        done = await again.until("response.done")
+        assert done["status"] == "completed"
+        again.abort()
+        await wait_until(lambda: runtime.connection is None)
+    assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1

@@ -80,6 +80,7 @@ async def test_killed_connection_resumes_with_exact_text_and_no_regeneration(
         "input_tokens": done["usage"]["input_tokens"],  # type: ignore[index]
         "output_tokens_generated": 120,
         "output_tokens_delivered": 120,
+        "output_tokens_acknowledged": done["usage"]["output_tokens_acknowledged"],  # type: ignore[index]
     }
 
 
