@@ -269,13 +269,6 @@ def worker_settings(spec: Doc) -> Settings:
     return settings
 
 
-def router_settings(spec: Doc) -> RouterSettings:
-    """The router's settings, as ``wsserver router`` reads them."""
-    settings = cli_settings(spec)
-    assert isinstance(settings, RouterSettings), f"{spec['name']} does not run the router"
-    return settings
-
-
 def pre_stop_seconds(spec: Doc) -> float:
     """How long the container's preStop hook waits."""
     pre_stop = spec["lifecycle"]["preStop"]

@@ -18,6 +18,7 @@ import pytest
 from tests.k8s.manifests import (
     CREDENTIALS,
     CREDENTIALS_DIR,
+    FIELD_REF_SAMPLES,
     K8S,
     ROOT,
     ROUTER,
@@ -34,6 +35,12 @@ from tests.k8s.manifests import (
     relocated,
     workloads,
 )
+from wsserver.frontdoor.addresses import (
+    client_address,
+    in_networks,
+    parse_address,
+    parse_networks,
+)
 from wsserver.frontdoor.client_tokens import ClientTokenSigner
 from wsserver.frontdoor.config import FrontDoorSettings, is_loopback
 from wsserver.frontdoor.origin import ANY, OriginPolicy
@@ -42,6 +49,7 @@ from wsserver.router import Router, RouterSettings
 from wsserver.server import WorkerServer
 from wsserver.settings import Settings
 
+IMAGE = "wsserver"
 # Every wsserver container of each deployment.
 WSSERVER_PODS = [("default", WORKER), ("default", ROUTER), ("ingress-nginx", WORKER)]
 FIXTURES = {"default": "default", "ingress-nginx": "overlay"}
@@ -89,8 +97,9 @@ def _credential_files(settings: FrontDoorSettings) -> dict[str, str]:
 
 def test_every_wsserver_pod_is_checked(default: list[Doc], overlay: list[Doc]) -> None:
     for deployment, docs in (("default", default), ("ingress-nginx", overlay)):
-        running = {w["metadata"]["name"] for w in workloads(docs) if "args" in only_container(w)}
-        running -= {w["metadata"]["name"] for w in workloads(docs) if w["kind"] == "StatefulSet"}
+        running = {
+            w["metadata"]["name"] for w in workloads(docs) if only_container(w)["image"] == IMAGE
+        }
         assert running == {name for d, name in WSSERVER_PODS if d == deployment}
 
 
@@ -211,6 +220,22 @@ def test_the_admin_listener_is_on_the_pods_loopback(
         for port in rule.get("ports", [])
     }
     assert settings.admin_port not in policed
+
+
+@pytest.mark.parametrize(("deployment", "name"), WSSERVER_PODS)
+def test_forwarded_client_addresses_are_believed_from_the_cluster_only(
+    request: pytest.FixtureRequest, deployment: str, name: str
+) -> None:
+    """A worker counts per-address quotas by the address the router (or ingress-nginx)
+    forwards; the router by the one its ingress forwards. A pod's own address is trusted,
+    a client's from outside the cluster is not."""
+    _, workload = _workload(request, deployment, name)
+    settings = cli_settings(only_container(workload))
+    trusted = parse_networks(settings.trusted_proxies)
+    pod_ip, client = FIELD_REF_SAMPLES["status.podIP"], "203.0.113.7"
+    assert client_address(pod_ip, [client], trusted) == client
+    assert client_address(client, ["198.51.100.9"], trusted) == client
+    assert not in_networks(parse_address(client), trusted)
 
 
 def _write_credentials(spec: Doc, root: Path) -> dict[str, str]:
