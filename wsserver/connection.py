@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import socket
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -22,12 +21,10 @@ from protocol.audio_frame import is_audio_frame
 from protocol.codes import CLOSE_CODES, CloseCode, Disposition, ErrorCode
 from protocol.encoding import codec_for
 from protocol.errors import ProtocolViolation
+from protocol.event_repair import EventNotEncodable, void_event
 from protocol.events import (
-    ERROR,
-    EVENT_OVERHEAD_BYTES,
     PONG,
     Event,
-    TextDelta,
     connection_message,
     error_fields,
 )
@@ -388,35 +385,6 @@ class Connection:
                 await self._waiter
             finally:
                 self._waiter = None
-
-
-_UNENCODABLE = re.compile("[\ud800-\udfff]")
-"""Lone surrogates: valid in a Python str, not in UTF-8 (JSON text) nor msgpack."""
-
-
-class EventNotEncodable(Exception):
-    """A session event holds a value its encoding cannot carry."""
-
-
-def void_event(event: Event) -> None:
-    """Make an event encodable, in place (it is the replay buffer's copy too).
-
-    Text keeps its place with U+FFFD for what could not be encoded; any other
-    event becomes an ``internal_error`` event with the same seq and response.
-    """
-    if isinstance(event, TextDelta):
-        text = _UNENCODABLE.sub("\ufffd", event.seal())
-        event.parts = [text]
-        event.fields["delta"] = text
-        return
-    fields = error_fields(
-        ErrorCode.INTERNAL_ERROR.value, f"event {event.seq} could not be sent", None
-    )
-    if event.response_id is not None:
-        fields["response_id"] = event.response_id
-    event.type = ERROR
-    event.fields = fields
-    event.size = EVENT_OVERHEAD_BYTES
 
 
 def _describe(exc: BaseException) -> str:

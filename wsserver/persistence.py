@@ -17,6 +17,7 @@ from typing import Protocol
 
 import msgpack
 
+from protocol.event_repair import void_event
 from protocol.events import RESPONSE_CREATED, TEXT_DELTA, Event
 from protocol.server_session import ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
@@ -94,7 +95,7 @@ class SessionJournal:
             self.session.session_id,
             self.epoch,
             self.owner,
-            [(e.seq, msgpack.packb(e.to_message())) for e in self.pending],
+            [(e.seq, _packed(e)) for e in self.pending],
             stream_snapshot(self.session).to_dict(),
             usage=list(self.usage),
             remove=self.remove,
@@ -199,3 +200,13 @@ class Persister:
             else:
                 runtime.journal.written(batch)
                 self.events_written += len(batch.events)
+
+
+def _packed(event: Event) -> bytes:
+    """The event as the replay log stores it; voided first if msgpack cannot carry it
+    (the writer would void it too), so one bad event never stops the store writer."""
+    try:
+        return msgpack.packb(event.to_message())
+    except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
+        void_event(event)
+        return msgpack.packb(event.to_message())

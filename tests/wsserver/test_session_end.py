@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import msgpack
 import pytest
 import redis.asyncio as redis_asyncio
 
@@ -74,3 +75,33 @@ async def test_an_event_that_cannot_be_sent_closes_1011_logs_one_line_and_resume
         again.abort()
         await wait_until(lambda: runtime.connection is None)
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
+
+
+async def test_an_event_the_store_cannot_carry_is_voided_and_the_writer_goes_on(
+    start_server: StartServer, redis_url: str
+) -> None:
+    server = await start_server(store=redis_url)
+    first = await RawClient.connect(url_of(server))
+    ready = await first.start()
+    runtime = server.sessions[ready["session_id"]]
+    # Detached: no connection writer voids it first, the store writer meets it as it is.
+    first.abort()
+    await wait_until(lambda: runtime.connection is None)
+    runtime.session.push_event(SESSION_UPDATED, {"tools": ["bad \ud800"]})
+    event = runtime.session.next_event()  # numbered, as a detached session's output is
+    assert event is not None
+    runtime.events_numbered()
+    await server.persister.flush()
+    stored = await server.store.read_log(ready["session_id"], 0)
+    assert [seq for seq, _ in stored.events] == [event.seq]
+    voided = msgpack.unpackb(stored.events[0][1])
+    assert (voided["type"], voided["code"]) == ("error", "internal_error")
+    # The writer still runs: another session's events reach the store.
+    other = await RawClient.connect(url_of(server))
+    other_ready = await other.start()
+    await other.send({"type": "response.create", "input": "hello"})
+    assert (await other.until("response.done"))["status"] == "completed"
+    await server.persister.flush()
+    other_log = await server.store.read_log(other_ready["session_id"], 0)
+    assert msgpack.unpackb(other_log.events[-1][1])["type"] == "response.done"
+    await other.close()
