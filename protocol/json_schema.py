@@ -16,16 +16,24 @@ fetch anything, read anything, recurse without bound or take unbounded work:
 * Validation counts its steps and stops at :data:`SchemaLimits.validation_steps`; the
   instance's depth is bounded too. :meth:`CompiledSchema.problem` never raises: any
   failure is a problem string.
+* Patterns (``pattern``, ``patternProperties``) run on RE2, in time linear in the
+  text: ``^(a+)+$`` against 30 characters would otherwise backtrack for a minute on
+  the event loop. A pattern RE2 cannot run (lookarounds, backreferences) is refused.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+import jsonschema._keywords
+import jsonschema._utils
+import re2  # type: ignore[import-untyped]
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
@@ -119,6 +127,39 @@ def _counted_unique(keyword: _Keyword) -> _Keyword:
         return keyword(validator, value, instance, schema)
 
     return count
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is an answer to the client, not a log line
+
+
+@functools.lru_cache(maxsize=1024)
+def _linear(pattern: str) -> Any:
+    """``pattern`` compiled for RE2; raises ``re2.error`` for what RE2 cannot run."""
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+class _LinearSearch:
+    """Stands in for ``re`` in jsonschema's keyword modules.
+
+    jsonschema calls ``re.search`` for ``pattern``, ``patternProperties`` and, through
+    them, ``additionalProperties`` and ``unevaluatedProperties``. While one of our
+    validations runs (a step budget is set), those searches go to RE2; any other
+    caller in the process keeps Python's ``re``.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(re, name)
+
+    def search(self, pattern: Any, string: Any, flags: int = 0) -> Any:
+        if _steps_left.get() is None or flags or not isinstance(pattern, str):
+            return re.search(pattern, string, flags)
+        return _linear(pattern).search(string)
+
+
+for _module in (jsonschema._keywords, jsonschema._utils):
+    if getattr(_module, "re", None) is re:
+        setattr(_module, "re", _LinearSearch())  # noqa: B010 (a private module's attribute)
 
 
 _BudgetedValidator: Any = validators.extend(  # type: ignore[no-untyped-call]
@@ -271,8 +312,16 @@ def _check_keyword(key: str, value: Any, what: str, limits: SchemaLimits) -> Non
         patterns = [p for p in value if isinstance(p, str)]
     else:
         patterns = []
-    if any(len(p) > limits.pattern_length for p in patterns):
-        _invalid(f"{what}: a pattern is longer than {limits.pattern_length} characters")
+    for pattern in patterns:
+        if len(pattern) > limits.pattern_length:
+            _invalid(f"{what}: a pattern is longer than {limits.pattern_length} characters")
+        try:
+            _linear(pattern)
+        except re2.error:
+            _invalid(
+                f"{what}: pattern {pattern[:60]!r} is not supported (patterns run in linear"
+                " time: no lookarounds, backreferences or repetition counts over 1000)"
+            )
     if isinstance(value, bool) or not isinstance(value, int | float):
         return
     if key in _COUNTS and value > limits.min_count:

@@ -228,3 +228,30 @@ def test_messages_are_short() -> None:
     compiled = compile_schema({"enum": ["x" * 5000]}, "s")
     problem = compiled.problem("y")
     assert problem is not None and len(problem) <= 300
+
+
+# -- patterns ------------------------------------------------------------------------
+
+
+def test_patterns_run_in_linear_time() -> None:
+    """``^(a+)+$`` backtracks exponentially in Python's ``re`` (30 characters take a
+    minute, 60 would take ages): on RE2 even a long value is checked at once, through
+    ``pattern``, ``patternProperties`` and ``additionalProperties`` alike."""
+    schema = {
+        "type": "object",
+        "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}},
+        "patternProperties": {"^(b+)+$": {"type": "integer"}},
+        "additionalProperties": False,
+    }
+    compiled = compile_schema(schema, "s")
+    assert compiled.problem({"s": "a" * 60}) is None
+    assert "does not match" in (compiled.problem({"s": "a" * 60 + "!"}) or "")
+    assert compiled.problem({"b" * 60: 1}) is None
+    assert compiled.problem({"b" * 60 + "!": 1}) is not None
+    assert compiled.problem({"b" * 60: "x"}) is not None
+
+
+@pytest.mark.parametrize("pattern", ["(?=a)b", "(a)\\1", "a{1001}", "(?<!x)y"])
+def test_patterns_that_need_backtracking_are_refused(pattern: str) -> None:
+    assert "is not supported" in refused({"type": "string", "pattern": pattern})
+    assert "is not supported" in refused({"patternProperties": {pattern: {}}})
