@@ -12,8 +12,13 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from protocol.conversation import Turn
+from protocol.errors import ProtocolViolation
+from protocol.json_schema import compile_schema
+from tests.protocol.test_fuzz_schemas import schemas
 from wsserver.engine.base import GenerationRequest
 from wsserver.engine.scripted import sample, script_for
 
@@ -98,3 +103,21 @@ def test_internal_references_are_followed() -> None:
     value = sample(schema, seed=5)
     jsonschema.validate(value, schema)
     assert len(value["points"]) == 2
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(schemas, st.integers(min_value=1, max_value=300), st.integers(min_value=0, max_value=99))
+def test_any_accepted_schema_gives_a_bounded_document(
+    schema: Any, max_tokens: int, seed: int
+) -> None:
+    """For every schema the compile step accepts: at most one chunk past the budget, and
+    a document that is whole JSON whenever it fits."""
+    try:
+        compiled = compile_schema(schema, "s")
+    except ProtocolViolation:
+        return
+    script = script_for(structured(compiled.schema, max_tokens), seed=seed)
+    assert script is not None
+    assert len(script) <= max_tokens + 1
+    if len(script) <= max_tokens:
+        json.loads("".join(chunk.text for chunk in script))
