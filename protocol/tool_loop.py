@@ -63,7 +63,9 @@ class ToolCallState:
     response_id: str
     round: int = 0
     """Which engine request of the response made the call."""
-    parser: PartialJson = field(default_factory=PartialJson)
+    parser: PartialJson = field(default_factory=lambda: PartialJson(unicode_only=True))
+    """Parses the arguments as they stream; a lone surrogate makes them invalid (it
+    could not be sent to the client as UTF-8)."""
     text: list[str] = field(default_factory=list)
     state: CallState = CallState.STREAMING
     arguments: Any = None
@@ -151,8 +153,10 @@ class ToolLoop:
         """The engine finished a call's arguments: validate, then the call event."""
         call = self.calls[call_id]
         try:
-            arguments = json.loads(call.arguments_text)
-        except (ValueError, RecursionError):  # RecursionError: nested past the C parser's limit
+            # The parser that followed the stream: the value json.loads would give, found
+            # without recursion (json.loads raises RecursionError past ~1000 levels).
+            arguments = call.parser.finish()
+        except PartialJsonError:
             call.state = CallState.DROPPED
             raise ToolArgumentsInvalid(
                 call_id, call.name, f"arguments of {call.name} are not valid json"

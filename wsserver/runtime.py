@@ -304,7 +304,7 @@ class SessionRuntime:
             self._output_schema = compiled
             if compiled is not None:
                 response.output_schema = compiled.schema
-                response.output_json = PartialJson()
+                response.output_json = PartialJson(unicode_only=True)
             self._start(response)
         elif isinstance(message, ResponseContinue):
             session.check_new_request(message.id)
