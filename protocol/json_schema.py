@@ -64,6 +64,9 @@ class SchemaLimits:
     """Largest ``minLength``."""
     pattern_length: int = 1_000
     """Longest ``pattern`` or ``patternProperties`` regular expression."""
+    in_place: int = 2_000
+    """Subschemas one place of a value can be checked against, counting every path of
+    in-place references (``$ref``, ``allOf``…): shared definitions multiply."""
     instance_depth: int = 64
     """Nesting of a value validated against a schema (deeper: it does not match)."""
     validation_steps: int = 50_000
@@ -175,6 +178,18 @@ def _refuse(uri: str) -> NoReturn:
     # Never a network or file system access: only the schema's own resources resolve.
     raise LookupError(f"{uri} is not part of the schema")
 
+
+def _counted_evolve(evolve: Callable[..., Any]) -> Callable[..., Any]:
+    # Every descent into a subschema evolves a validator, also inside jsonschema's own
+    # helpers for unevaluatedProperties/Items, which call no keyword function.
+    def count(self: Any, **changes: Any) -> Any:
+        _spend(1)
+        return evolve(self, **changes)
+
+    return count
+
+
+_BudgetedValidator.evolve = _counted_evolve(_BudgetedValidator.evolve)
 
 _REGISTRY: Registry[Any] = Registry(retrieve=_refuse)  # type: ignore[call-arg]
 
@@ -399,6 +414,11 @@ def _check_references(schema: Any, what: str, limits: SchemaLimits) -> None:
                 work.append((child, sub, False))
     if _has_cycle(in_place):
         _invalid(f"{what} refers to itself without consuming any of the value ($ref cycle)")
+    if _most_paths(in_place, limits.in_place) > limits.in_place:
+        _invalid(
+            f"{what} applies more than {limits.in_place} subschemas at one place of the value"
+            " (in-place references multiply)"
+        )
 
 
 def _subschemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -409,6 +429,25 @@ def _subschemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:
         if isinstance(node, dict):
             yield node
             work.extend(DRAFT202012.subresources_of(node))
+
+
+def _most_paths(edges: dict[int, list[int]], cap: int) -> int:
+    """The most subschemas reached in place from any one node (a DAG; capped at ``cap + 1``)."""
+    paths: dict[int, int] = {}
+    for start in edges:
+        work = [start]
+        while work:
+            node = work[-1]
+            if node in paths:
+                work.pop()
+                continue
+            pending = [c for c in edges.get(node, ()) if c not in paths]
+            if pending:
+                work.extend(pending)
+                continue
+            work.pop()
+            paths[node] = min(cap + 1, 1 + sum(paths[c] for c in edges.get(node, ())))
+    return max(paths.values(), default=0)
 
 
 def _has_cycle(edges: dict[int, list[int]]) -> bool:

@@ -255,3 +255,27 @@ def test_patterns_run_in_linear_time() -> None:
 def test_patterns_that_need_backtracking_are_refused(pattern: str) -> None:
     assert "is not supported" in refused({"type": "string", "pattern": pattern})
     assert "is not supported" in refused({"patternProperties": {pattern: {}}})
+
+
+def shared_chain(levels: int) -> dict[str, Any]:
+    """Each definition refers to the next twice, in place: 2**levels paths to the end."""
+    defs: dict[str, Any] = {
+        f"a{i}": {"$ref": f"#/$defs/a{i + 1}", "$dynamicRef": f"#/$defs/a{i + 1}"}
+        for i in range(levels)
+    }
+    defs[f"a{levels}"] = {"type": "object"}
+    return {"unevaluatedProperties": False, "$defs": defs, "$ref": "#/$defs/a0"}
+
+
+def test_shared_in_place_references_are_bounded() -> None:
+    """jsonschema's unevaluatedProperties walks every path of in-place references, with
+    no keyword evaluated on the way: 30 levels took forever (before: a stalled worker)."""
+    assert "applies more than 2000 subschemas" in refused(shared_chain(30))
+    compile_schema(shared_chain(9), "s")  # 2**10 paths: fine
+
+
+def test_validation_counts_the_walks_keywords_do_not_see() -> None:
+    """Past the compile check (limit raised), the step budget still stops that walk."""
+    limits = SchemaLimits(in_place=10**9, validation_steps=10_000)
+    compiled = compile_schema(shared_chain(28), "s", limits)
+    assert "more than 10000 steps" in (compiled.problem({"x": 1}) or "")
