@@ -27,7 +27,9 @@ that run before any recursive code sees the document.
 
 from __future__ import annotations
 
+import json
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -87,6 +89,11 @@ says, the schema is read as Draft 2020-12."""
 
 _COUNTS = ("minItems", "minProperties", "minContains")
 _MESSAGE_CHARS = 300
+_CACHED = 64
+"""Compiled schemas (or refusals) kept by their exact text: clients send the same
+``response_format`` with every request, and compiling a large one takes ~70 ms."""
+_CACHED_TEXT = 262_144
+_cache: OrderedDict[tuple[str, SchemaLimits, str], CompiledSchema | str] = OrderedDict()
 
 
 class CompiledSchema:
@@ -126,8 +133,33 @@ class CompiledSchema:
 def compile_schema(schema: Any, what: str, limits: SchemaLimits = LIMITS) -> CompiledSchema:
     """A validator for a client-given JSON Schema, or ``ProtocolViolation(invalid_schema)``.
 
-    ``what`` names the schema in messages (``parameters of get_weather``).
+    ``what`` names the schema in messages (``parameters of get_weather``). The same
+    schema (same text, key order included) compiles once; the result is immutable
+    and shared.
     """
+    try:
+        text = json.dumps(schema, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        return _compile(schema, what, limits)  # not plain JSON: refused below, uncached
+    if len(text) > _CACHED_TEXT:
+        return _compile(schema, what, limits)  # the cache's memory stays bounded
+    key = (what, limits, text)
+    cached = _cache.get(key)
+    if cached is None:
+        try:
+            cached = _compile(schema, what, limits)
+        except ProtocolViolation as violation:
+            cached = violation.message
+        _cache[key] = cached
+        if len(_cache) > _CACHED:
+            _cache.popitem(last=False)
+    _cache.move_to_end(key)
+    if isinstance(cached, str):
+        raise ProtocolViolation(ErrorCode.INVALID_SCHEMA, cached)
+    return cached
+
+
+def _compile(schema: Any, what: str, limits: SchemaLimits) -> CompiledSchema:
     if not isinstance(schema, dict | bool):
         _invalid(f"{what} must be an object")
     nodes = _check_size(schema, what, limits)

@@ -309,3 +309,12 @@ def test_validation_never_crawls_the_document_again(monkeypatch: pytest.MonkeyPa
     assert compiled.problem([1, 2, 3]) is None
     assert compiled.problem(["a"] * 20) is not None
     assert crawls == 0
+
+
+def test_the_same_schema_compiles_once() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    first = compile_schema(schema, "s")
+    assert compile_schema(dict(schema), "s") is first
+    reordered = {"properties": {"n": {"type": "integer"}}, "type": "object"}
+    assert compile_schema(reordered, "s") is not first  # key order shapes samples
+    assert refused({"$ref": "#"}) == refused({"$ref": "#"})
