@@ -340,3 +340,28 @@ async def test_schemas_past_the_limits_are_refused(
     assert server.engine.stats()["tokens_generated"] == 0
     check_structured_response(await answer_to(client, structured("json", FLAT)), FLAT)
     await client.close()
+
+
+async def test_a_schema_that_asks_for_a_huge_document_costs_the_output_budget(
+    start_server: StartServer,
+) -> None:
+    """Nested ``minItems`` within every limit (a billion integers if built whole): the
+    response ends ``incomplete`` at its token budget, having generated no more, and the
+    session goes on. (How little the engine builds is tested in engine/test_scripted.py.)"""
+    server = await start_server()
+    client = await open_session(server)
+    cube: dict[str, Any] = {"type": "integer"}
+    for _ in range(3):
+        cube = {"type": "array", "minItems": 1000, "items": cube}
+    request = {**structured("json", cube), "max_output_tokens": 30}
+    messages = await answer_to(client, request)
+    done = messages[-1]
+    assert (done["type"], done["status"], done["reason"]) == (
+        "response.done",
+        "incomplete",
+        "max_output_tokens",
+    )
+    assert done["usage"]["output_tokens_generated"] <= 30
+    assert server.engine.stats()["tokens_generated"] <= 30
+    check_structured_response(await answer_to(client, structured("json", FLAT)), FLAT)
+    await client.close()
