@@ -360,7 +360,8 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
         ErrorCodeInfo(
             "invalid_schema",
             Disposition.TERMINAL,
-            "a tool's parameters or a response_format schema is not a valid JSON Schema",
+            "a tool's parameters or a response_format schema is not a valid JSON Schema,"
+            " refers outside itself, or is past the schema limits",
         ),
         ErrorCodeInfo(
             "internal_error", Disposition.RESUME, "the server failed to handle the message"

@@ -30,7 +30,10 @@ Provisional value of a prefix:
 * Nothing parsed yet (empty or whitespace-only text) reads as ``None``. Each read
   returns fresh containers that the caller may change.
 
-:meth:`PartialJson.finish` returns exactly ``json.loads(text)``. Text that can no longer
+:meth:`PartialJson.finish` returns exactly ``json.loads(text)``. With ``unicode_only``, a
+string holding a lone surrogate (a ``\\uD800`` escape with no low half, or a surrogate
+character itself) is refused like any impossible character: such a string is no Unicode
+text and cannot be sent as UTF-8 (I-JSON, RFC 7493, forbids it too). Text that can no longer
 be the beginning of a JSON document raises :class:`PartialJsonError` at the first
 impossible character, with its offset; the parser is then spent, and every further
 ``feed`` or ``finish`` raises the same error.
@@ -110,6 +113,7 @@ _WHITESPACE: Final = frozenset(" \t\n\r")
 # Runs of string characters that need no decoding: taken in one step, so long strings
 # in large fragments do not pay the per-character dispatch.
 _PLAIN_RUN: Final = re.compile(r'[^"\\\x00-\x1f]+')
+_PLAIN_UNICODE_RUN: Final = re.compile(r'[^"\\\x00-\x1f\ud800-\udfff]+')
 
 
 class _Frame:
@@ -125,7 +129,9 @@ class _Frame:
 class PartialJson:
     """Feed text fragments; read the provisional value at any point."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, unicode_only: bool = False) -> None:
+        self._unicode_only = unicode_only
+        self._plain_run = _PLAIN_UNICODE_RUN if unicode_only else _PLAIN_RUN
         self._mode = _VALUE
         self._stack: list[_Frame] = []
         self._root: Any = _MISSING
@@ -251,7 +257,7 @@ class PartialJson:
 
     def _string_step(self, text: str, i: int) -> int:
         if not self._escape:
-            run = _PLAIN_RUN.match(text, i)
+            run = self._plain_run.match(text, i)
             if run is not None:
                 self._chunks.append(run.group())
                 return run.end()
@@ -260,6 +266,8 @@ class PartialJson:
                 self._end_string()
             elif c == "\\":
                 self._escape = "\\"
+            elif "\ud800" <= c <= "\udfff":
+                self._fail("lone surrogate in a string", text, i)
             else:
                 self._fail("control character in a string", text, i)
             return i + 1
@@ -287,14 +295,14 @@ class PartialJson:
             if c == "\\":
                 self._escape = esc + c
                 return i + 1
-            self._chunks.append(chr(int(esc[2:], 16)))
+            self._code_point(int(esc[2:], 16), text, i)
             self._escape = ""
             return i  # an ordinary character after a lone high surrogate
         if size == 7:  # high surrogate and a backslash: only 'u' continues the pair
             if c == "u":
                 self._escape = esc + c
                 return i + 1
-            self._chunks.append(chr(int(esc[2:6], 16)))
+            self._code_point(int(esc[2:6], 16), text, i)
             self._escape = "\\"
             return i  # the backslash starts an ordinary escape
         if c not in _HEX:
@@ -306,13 +314,19 @@ class PartialJson:
                 self._chunks.append(chr(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)))
                 esc = ""
             else:  # not a pair: the high half stands alone, the second escape starts over
-                self._chunks.append(chr(high))
+                self._code_point(high, text, i)
                 esc = esc[6:]
         if len(esc) == 6 and not 0xD800 <= int(esc[2:], 16) <= 0xDBFF:
-            self._chunks.append(chr(int(esc[2:], 16)))
+            self._code_point(int(esc[2:], 16), text, i)
             esc = ""
         self._escape = esc
         return i + 1
+
+    def _code_point(self, code: int, text: str, i: int) -> None:
+        """Add an escaped character that stands alone (not half of a surrogate pair)."""
+        if self._unicode_only and 0xD800 <= code <= 0xDFFF:
+            self._fail("lone surrogate escape in a string", text, i)
+        self._chunks.append(chr(code))
 
     def _number_step(self, text: str, i: int) -> int:
         nxt = _NUMBER_EDGES[self._number_state].get(text[i])

@@ -22,13 +22,11 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from protocol.codes import ErrorCode
 from protocol.conversation import ToolCall
 from protocol.errors import ProtocolViolation
 from protocol.events import TOOL_CALL, TOOL_CALL_DELTA, Event
+from protocol.json_schema import LIMITS, CompiledSchema, compile_schema
 from protocol.partial_json import PartialJson, PartialJsonError
 
 _KEPT_CALLS = 1024
@@ -65,7 +63,9 @@ class ToolCallState:
     response_id: str
     round: int = 0
     """Which engine request of the response made the call."""
-    parser: PartialJson = field(default_factory=PartialJson)
+    parser: PartialJson = field(default_factory=lambda: PartialJson(unicode_only=True))
+    """Parses the arguments as they stream; a lone surrogate makes them invalid (it
+    could not be sent to the client as UTF-8)."""
     text: list[str] = field(default_factory=list)
     state: CallState = CallState.STREAMING
     arguments: Any = None
@@ -91,27 +91,6 @@ class ToolCallState:
         }
 
 
-def compile_schema(schema: dict[str, Any], what: str) -> Draft202012Validator:
-    """A validator for a client-given JSON Schema, or ``invalid_schema``."""
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        raise ProtocolViolation(
-            ErrorCode.INVALID_SCHEMA, f"{what} is not a valid json schema: {exc.message}"
-        ) from None
-    return Draft202012Validator(schema)
-
-
-def schema_error(validator: Draft202012Validator, value: Any) -> str | None:
-    """Why ``value`` does not match, or ``None``."""
-    errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return None
-    first = errors[0]
-    where = "/".join(str(p) for p in first.absolute_path) or "(root)"
-    return f"{where}: {first.message}"
-
-
 class ToolLoop:
     """The session's tools and calls."""
 
@@ -120,7 +99,7 @@ class ToolLoop:
     def __init__(self) -> None:
         self.tools: dict[str, dict[str, Any]] = {}
         """Tool name → its declaration (name, description, parameters)."""
-        self._validators: dict[str, Draft202012Validator] = {}
+        self._validators: dict[str, CompiledSchema] = {}
         self.calls: OrderedDict[str, ToolCallState] = OrderedDict()
 
     def set_tools(self, tools: list[dict[str, Any]]) -> None:
@@ -128,10 +107,19 @@ class ToolLoop:
         names = [t["name"] for t in tools]
         if len(set(names)) != len(names):
             raise ProtocolViolation(ErrorCode.INVALID_FIELD, "tool names must be unique")
-        validators = {
-            t["name"]: compile_schema(t.get("parameters", {}), f"parameters of {t['name']}")
-            for t in tools
-        }
+        validators: dict[str, CompiledSchema] = {}
+        nodes = 0
+        for tool in tools:
+            compiled = compile_schema(tool.get("parameters", {}), f"parameters of {tool['name']}")
+            nodes += compiled.nodes
+            if nodes > LIMITS.tools_nodes:
+                # Each schema is bounded; so is the work of compiling them all.
+                raise ProtocolViolation(
+                    ErrorCode.INVALID_SCHEMA,
+                    f"the tools' parameters have more than {LIMITS.tools_nodes} values"
+                    " together (the limit)",
+                )
+            validators[tool["name"]] = compiled
         self.tools = {t["name"]: t for t in tools}
         self._validators = validators
 
@@ -165,8 +153,10 @@ class ToolLoop:
         """The engine finished a call's arguments: validate, then the call event."""
         call = self.calls[call_id]
         try:
-            arguments = json.loads(call.arguments_text)
-        except ValueError:
+            # The parser that followed the stream: the value json.loads would give, found
+            # without recursion (json.loads raises RecursionError past ~1000 levels).
+            arguments = call.parser.finish()
+        except PartialJsonError:
             call.state = CallState.DROPPED
             raise ToolArgumentsInvalid(
                 call_id, call.name, f"arguments of {call.name} are not valid json"
@@ -175,7 +165,7 @@ class ToolLoop:
         if validator is None:
             call.state = CallState.DROPPED
             raise ToolArgumentsInvalid(call_id, call.name, f"no tool named {call.name!r}")
-        problem = schema_error(validator, arguments)
+        problem = validator.problem(arguments)
         if problem is not None:
             call.state = CallState.DROPPED
             raise ToolArgumentsInvalid(

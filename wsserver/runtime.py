@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from protocol.codes import CloseCode, ErrorCode
 from protocol.errors import ProtocolViolation
-from protocol.events import OUTPUT_JSON_DONE, SESSION_UPDATED
+from protocol.events import OUTPUT_JSON_DONE, RESPONSE_DONE, SESSION_UPDATED, Event
+from protocol.json_schema import CompiledSchema, compile_schema
 from protocol.messages import (
     Ack,
     AudioSettings,
@@ -35,7 +36,6 @@ from protocol.messages import (
 from protocol.partial_json import PartialJson, PartialJsonError
 from protocol.server_session import ResponseState, ResponseStatus, ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
-from protocol.tool_loop import compile_schema, schema_error
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import (
     Engine,
@@ -139,6 +139,7 @@ class SessionRuntime:
         "_expiry_timer",
         "_generation",
         "_grace_timer",
+        "_output_schema",
         "_recreate_task",
         "_recreating",
         "closed",
@@ -175,6 +176,8 @@ class SessionRuntime:
         session.keep_unpersisted = shared
         self.connection: Connection | None = None
         self._generation: Generation | None = None
+        self._output_schema: CompiledSchema | None = None
+        """The running response's ``response_format``, compiled once."""
         self._grace_timer: asyncio.TimerHandle | None = None
         self._expiry_timer: asyncio.TimerHandle | None = None
         self._recreating = False
@@ -301,14 +304,16 @@ class SessionRuntime:
             session.check_new_request(message.id)
             session.check_idle()
             schema = message.response_format.schema_ if message.response_format else None
-            if schema is not None:
-                compile_schema(schema, "response_format.schema")
+            compiled = (
+                compile_schema(schema, "response_format.schema") if schema is not None else None
+            )
             if message.input is not None:
                 session.add_user_text(message.input)
             response = session.begin_response(message.max_output_tokens, message.id)
-            if schema is not None:
-                response.output_schema = schema
-                response.output_json = PartialJson()
+            self._output_schema = compiled
+            if compiled is not None:
+                response.output_schema = compiled.schema
+                response.output_json = PartialJson(unicode_only=True)
             self._start(response)
         elif isinstance(message, ResponseContinue):
             session.check_new_request(message.id)
@@ -395,6 +400,43 @@ class SessionRuntime:
 
     def on_output(self, response: ResponseState, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
+        try:
+            self._on_output(response, chunk)
+        except Exception:
+            self._failed_while_running(response, "output")
+
+    def on_finish(self, response: ResponseState, reason: FinishReason) -> None:
+        """The engine stopped by itself."""
+        try:
+            self._on_finish(response, reason)
+        except Exception:
+            self._failed_while_running(response, "finish")
+
+    def _failed_while_running(self, response: ResponseState, stage: str) -> None:
+        """Whatever failed while a response ran or ended, it still ends, once: ``failed``.
+
+        Without this the engine's loop would log and drop the generation, and the
+        response would stay open: no ``response.done``, every later
+        ``response.create`` refused as ``response_in_progress``.
+        """
+        log.exception("%s of %s/%s failed; the response fails", stage, self.session_id, response.id)
+        if not response.done:
+            try:
+                self._stop(response, ResponseStatus.FAILED, reason="internal_error")
+            except Exception:
+                log.exception("ending %s/%s failed", self.session_id, response.id)
+        session = self.session
+        if session.active is response:
+            # Ending it raised before its done was queued: queue a minimal one.
+            session.active = None
+            session.last_response = response
+            fields = {"response_id": response.id, "status": "failed", "reason": "internal_error"}
+            session.outbox.push(Event(RESPONSE_DONE, fields, response_id=response.id))
+            self._generation = None
+        self.wake()
+        self.persist()
+
+    def _on_output(self, response: ResponseState, chunk: OutputChunk) -> None:
         session = self.session
         if chunk.tool_call is not None:
             self.tools.on_fragment(response, chunk.tool_call, chunk.tokens)
@@ -409,8 +451,7 @@ class SessionRuntime:
             self._outbox_full()
         self.wake()
 
-    def on_finish(self, response: ResponseState, reason: FinishReason) -> None:
-        """The engine stopped by itself."""
+    def _on_finish(self, response: ResponseState, reason: FinishReason) -> None:
         if response.done:
             return
         if reason is FinishReason.TOOL_CALLS:
@@ -435,8 +476,11 @@ class SessionRuntime:
             value = parser.finish()
         except PartialJsonError as exc:
             return f"the output is not valid json: {exc}"
-        assert response.output_schema is not None
-        problem = schema_error(compile_schema(response.output_schema, "schema"), value)
+        compiled = self._output_schema
+        if compiled is None or compiled.schema is not response.output_schema:
+            assert response.output_schema is not None
+            compiled = compile_schema(response.output_schema, "response_format.schema")
+        problem = compiled.problem(value)
         if problem is not None:
             return f"the output does not match the schema: {problem}"
         self.session.push_event(OUTPUT_JSON_DONE, {"response_id": response.id, "value": value})

@@ -171,6 +171,15 @@ class ToolRunner:
 
     async def _time_out(self, response: ResponseState) -> None:
         self._timer = None
+        try:
+            await self._close_unanswered(response)
+        except Exception:
+            # The response waits for nothing else: it must still end, once.
+            log.exception("tool timeout of %s failed", response.id)
+            if not response.done:
+                self._runtime.end_waiting(response, ResponseStatus.FAILED, "internal_error")
+
+    async def _close_unanswered(self, response: ResponseState) -> None:
         runtime = self._runtime
         session = runtime.session
         if response.done or not response.waiting_for_tools:

@@ -514,3 +514,32 @@ def test_deep_nesting_needs_no_recursion() -> None:
     assert value == ["x"]
     parser.feed('"' + "]" * depth)
     assert parser.complete
+
+
+@pytest.mark.parametrize(
+    ("text", "offset"),
+    [
+        ('"\\ud800"', 7),
+        ('"\\ud800x"', 7),
+        ('"\\ud800\\n"', 8),
+        ('"\\ud800\\u0041"', 12),
+        ('"\\udc00"', 6),
+        ('{"\\udfff": 1}', 7),
+        ('"a\ud800"', 2),
+    ],
+)
+def test_unicode_only_refuses_lone_surrogates(text: str, offset: int) -> None:
+    """With ``unicode_only``, a string that could not be sent as UTF-8 is refused."""
+    assert json.loads(text) is not None  # what a plain parser accepts
+    parser = PartialJson(unicode_only=True)
+    with pytest.raises(PartialJsonError) as caught:
+        parser.feed(text)
+    assert caught.value.offset == offset
+    assert "surrogate" in str(caught.value)
+
+
+def test_unicode_only_keeps_pairs() -> None:
+    parser = PartialJson(unicode_only=True)
+    for piece in ['"\\ud8', "3d\\", "ude00 \U0001f600", '"']:
+        parser.feed(piece)
+    assert parser.finish() == "\U0001f600 \U0001f600"

@@ -12,12 +12,14 @@ scripts (see ``wsserver/engine/scripted.py``).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 
 from protocol.encoding import MSGPACK_SUBPROTOCOL
 from protocol.tool_loop import CallState
+from tests.wsserver.bait import schema_bait
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.event_checks import consistent, of_type
 from tests.wsserver.wire import RawClient, text_of, wait_until
@@ -622,4 +624,75 @@ async def test_full_loop_over_msgpack(start_server: StartServer) -> None:
     assert json.dumps(outputs["London"]) in answer
     assert [a["duplicate"] for a in of_type(messages, "tool.result.accepted")] == [False, False]
     assert_gap_free(client.seen[1:])
+    await client.close()
+
+
+# -- hostile schemas ----------------------------------------------------------------
+
+
+async def start_answer(client: RawClient, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """``session.start`` with ``tools``: the ``error`` or ``session.ready`` it gets."""
+    await client.send({"type": "session.start", "tools": tools, "id": "s1"})
+    while True:
+        message = await client.recv()
+        if message["type"] in ("error", "session.ready"):
+            return message
+
+
+async def test_tool_schema_references_fetch_nothing(
+    start_server: StartServer, tmp_path: Path
+) -> None:
+    """A tool whose parameters ``$ref`` a URL or a file: ``invalid_schema`` at once; the
+    worker fetches nothing and reads nothing, even when the tool is called (before, the
+    call's validation fetched the schema and its content came back in the error)."""
+    server = await start_server()
+    with schema_bait(tmp_path) as bait:
+        for ref in (bait.url, bait.file_uri):
+            tool = {
+                "name": "fetcher",
+                "parameters": {"type": "object", "properties": {"x": {"$ref": ref}}},
+            }
+            client = await RawClient.connect(url_of(server))
+            answer = await start_answer(client, [tool])
+            if answer["type"] == "session.ready":  # what the worker did before the fix
+                await client.send({"type": "response.create", "input": "call fetcher"})
+                await client.until("response.done", timeout=15.0)
+            assert not bait.leaked(client.seen), client.seen
+            assert bait.requests == [], "the worker fetched a schema from the network"
+            assert (answer["type"], answer.get("code")) == ("error", "invalid_schema")
+            assert "fetcher" in answer["message"]
+            await client.close()
+
+
+async def test_deeply_nested_tool_schema_is_refused(start_server: StartServer) -> None:
+    """Parameters nested 150 levels: refused in-band (before: ``internal_error`` from a
+    RecursionError); the connection stays usable."""
+    parameters: dict[str, Any] = {"type": "string"}
+    for _ in range(150):
+        parameters = {"type": "object", "properties": {"a": parameters}}
+    server = await start_server()
+    client = await RawClient.connect(url_of(server))
+    answer = await start_answer(client, [{"name": "deep", "parameters": parameters}])
+    assert answer["type"] == "error"
+    # The bound on a whole message's nesting may answer first (invalid_json): as good.
+    assert answer["code"] in ("invalid_schema", "invalid_json"), answer
+    if answer["code"] == "invalid_schema":
+        assert "nests deeper than" in answer["message"]
+    ready = await client.start(tools=[WEATHER])
+    assert ready["session_id"] in server.sessions
+    await client.close()
+
+
+async def test_tools_too_large_together_are_refused(start_server: StartServer) -> None:
+    """Each schema within its limit, all of them together past theirs: ``invalid_schema``."""
+    parameters = {
+        "type": "object",
+        "properties": {f"p{i}": {"type": "string"} for i in range(600)},
+    }
+    tools = [{"name": f"tool_{i}", "parameters": parameters} for i in range(10)]
+    server = await start_server()
+    client = await RawClient.connect(url_of(server))
+    answer = await start_answer(client, tools)
+    assert (answer["type"], answer.get("code")) == ("error", "invalid_schema"), answer
+    assert "together" in answer["message"]
     await client.close()

@@ -161,6 +161,10 @@ class SimulatedGeneration:
         self._finish = FinishReason.ABORTED
         self._engine.release(self)
 
+    def fail(self) -> None:
+        """Tell the sink the request ended in error (after its output failed)."""
+        self._sink.on_finish(FinishReason.ERROR)
+
 
 class SimulatedEngine:
     """The shared decode loop, slots and queue."""
@@ -238,6 +242,9 @@ class SimulatedEngine:
             # A failing sink must not stop the loop that serves every other request.
             log.exception("output of %s failed; aborting it", generation.request.request_id)
             generation.abort()
+            # And the request still ends for its owner (a response must get its done).
+            with contextlib.suppress(Exception):
+                generation.fail()
             return False
 
     def _admit(self, now: float) -> None:

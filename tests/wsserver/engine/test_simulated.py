@@ -106,10 +106,14 @@ async def test_a_failing_sink_does_not_stop_the_loop(engine: SimulatedEngine) ->
         def on_output(self, chunk: object) -> None:
             raise RuntimeError("boom")
 
-    broken = engine.submit(_request("bad"), Broken())
+    sink = Broken()
+    broken = engine.submit(_request("bad"), sink)
     healthy = Run(engine, _request("good"))
     assert len((await healthy.text()).split()) == 30
     assert broken.finish_reason is FinishReason.ABORTED
+    # Its owner still hears that it ended (a response waiting on it must end too).
+    assert [chunk async for chunk in sink.chunks(timeout=2)] == []
+    assert sink.finish_reason is FinishReason.ERROR
 
 
 async def test_prefill_grows_with_prompt_length() -> None:

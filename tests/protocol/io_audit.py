@@ -1,0 +1,46 @@
+"""Watch for network and file access through Python's audit hooks (no sockets needed).
+
+``watch_io()`` records, while it is active, every audit event that reaches the
+network (``socket.*``, ``urllib.Request``) or opens a file outside the
+interpreter's own installation (imports open modules; they do not count).
+A hook cannot be removed once added, so one is installed per process and
+switched on and off.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_recording: list[list[str]] = []
+_installed = False
+_OWN = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if not _recording:
+        return
+    if event.startswith("socket.") or event == "urllib.Request":
+        _recording[-1].append(f"{event} {args[:2]!r}")
+    elif event == "open" and args and isinstance(args[0], str | bytes):
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if not path.startswith(_OWN):
+            _recording[-1].append(f"open {path}")
+
+
+@contextmanager
+def watch_io() -> Iterator[list[str]]:
+    """The I/O events seen while the block runs."""
+    global _installed
+    if not _installed:
+        sys.addaudithook(_hook)
+        _installed = True
+    seen: list[str] = []
+    _recording.append(seen)
+    try:
+        yield seen
+    finally:
+        _recording.remove(seen)
