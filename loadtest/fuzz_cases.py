@@ -63,6 +63,23 @@ class Batch:
     scenario: str = ""
     """A multi-connection scenario run by the lane instead of ``frames``."""
     resume_attacks: list[dict[str, Any]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+    """Request id -> what that frame broke (named in the report's examples)."""
+
+    def label(self, message: dict[str, Any], what: str) -> dict[str, Any]:
+        """Give ``message`` a request id of its own (unless its id is what is broken)."""
+        if message.get("id") == "r":
+            request_id = f"f{len(self.frames)}"
+            message["id"] = request_id
+            self.labels[request_id] = what
+        return message
+
+    def describe(self, request_id: Any = None) -> str:
+        """What the frame with ``request_id`` broke, else the batch's first frame."""
+        if isinstance(request_id, str) and request_id in self.labels:
+            return f"{self.category}: {self.labels[request_id]}"
+        first = self.frames[0].payload[:160] if self.frames else b""
+        return f"{self.category} ({self.encoding}, {len(self.frames)} frames): {first!r}"
 
     @property
     def subprotocol(self) -> str:
@@ -122,7 +139,8 @@ def wrong_types(rng: random.Random, ctx: FuzzContext) -> Batch:
         for value in rng.sample(WRONG_VALUES, 6):
             if path == ("type",) and value == "x":
                 continue
-            frame = frame_of(replaced(base, path, value), encoding)
+            what = f"{kind} {'.'.join(map(str, path))} = {value!r:.60}"
+            frame = frame_of(batch.label(replaced(base, path, value), what), encoding)
             if frame is not None:
                 batch.frames.append(frame)
     batch.frames = batch.frames[:200]
@@ -146,10 +164,12 @@ def lone_surrogates(rng: random.Random, ctx: FuzzContext) -> Batch:
     keys = [p for p in field_paths(base) if isinstance(p[-1], str) and p != ("type",)]
     for surrogate in SURROGATES:
         for path in paths:
+            what = f"{kind} {'.'.join(map(str, path))} = {surrogate!r:.20}"
             if encoding == "json":
-                batch.frames.append(text(replaced(base, path, surrogate)))
+                batch.frames.append(text(batch.label(replaced(base, path, surrogate), what)))
             elif surrogate == SURROGATES[0]:
-                payload = _msgpack_with_surrogate(replaced(base, path, PLACEHOLDER))
+                message = batch.label(replaced(base, path, PLACEHOLDER), what)
+                payload = _msgpack_with_surrogate(message)
                 batch.frames.append(Frame(OP_BINARY, payload))
         for path in rng.sample(keys, min(2, len(keys))):
             if encoding == "json":

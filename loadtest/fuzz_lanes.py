@@ -64,7 +64,7 @@ CONNECT_TIMEOUT_S = 10.0
 READY_TIMEOUT_S = 10.0
 PONG_TIMEOUT_S = 15.0
 CLOSE_TIMEOUT_S = 5.0
-DEFAULT_RESPONSE_WAIT_S = 3.0
+DEFAULT_RESPONSE_WAIT_S = 10.0
 
 
 @dataclass(slots=True)
@@ -95,11 +95,19 @@ class CategoryTally:
     """Our close got no close frame back in time (counted in ``lost_without_close`` too)."""
     seconds: float = 0.0
     """Time the category's connections took, added up."""
+    examples: dict[str, list[str]] = field(default_factory=dict)
+    """Anomaly -> the first few inputs that caused it."""
+
+    def example(self, anomaly: str, what: str) -> None:
+        """Keep ``what`` as an example of ``anomaly`` (three of each, distinct)."""
+        kept = self.examples.setdefault(anomaly, [])
+        if len(kept) < 3 and what not in kept:
+            kept.append(what)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (counters as plain dicts)."""
         return {
-            name: dict(value) if isinstance(value, Counter) else value
+            name: dict(value) if isinstance(value, Counter | dict) else value
             for name, value in ((n, getattr(self, n)) for n in self.__slots__)  # type: ignore[attr-defined]
         }
 
@@ -154,7 +162,7 @@ async def run_lanes(plan: FuzzPlan) -> Scheduler:
         for i in range(plan.lanes)
     ]
     # A lane finishes its batch after the deadline (bounded by its own timeouts).
-    slack = READY_TIMEOUT_S + PONG_TIMEOUT_S + CLOSE_TIMEOUT_S + 15.0
+    slack = READY_TIMEOUT_S + DEFAULT_RESPONSE_WAIT_S + PONG_TIMEOUT_S + CLOSE_TIMEOUT_S + 15.0
     remaining = max(0.0, plan.deadline - time.monotonic()) + slack
     _, pending = await asyncio.wait(lanes, timeout=remaining)
     for task in pending:
@@ -225,7 +233,7 @@ async def _one_batch(scheduler: Scheduler, batch: Batch, tally: CategoryTally) -
         await _settle_responses(conn, batch)
         await _check_alive(conn, batch, tally)
     finally:
-        await _finish(conn, tally)
+        await _finish(conn, tally, batch)
 
 
 async def _settle_responses(conn: FuzzConnection, batch: Batch) -> None:
@@ -268,14 +276,15 @@ async def _check_alive(conn: FuzzConnection, batch: Batch, tally: CategoryTally)
         tally.closed_after += 1
     else:
         tally.silent_after += 1
+        tally.example("no pong after the batch", batch.describe())
 
 
-async def _finish(conn: FuzzConnection, tally: CategoryTally) -> None:
+async def _finish(conn: FuzzConnection, tally: CategoryTally, batch: Batch) -> None:
     await conn.close(CLOSE_TIMEOUT_S)
-    judge_close(conn, tally)
+    judge_close(conn, tally, batch)
 
 
-def judge_close(conn: FuzzConnection, tally: CategoryTally) -> None:
+def judge_close(conn: FuzzConnection, tally: CategoryTally, batch: Batch) -> None:
     """Tally how a finished connection ended and what it received."""
     code = conn.close_code
     echo = conn.sent_close is not None and not conn.server_closed_first and code == conn.sent_close
@@ -283,10 +292,16 @@ def judge_close(conn: FuzzConnection, tally: CategoryTally) -> None:
         tally.server_closes[str(code)] += 1
         if code not in CLOSE_CODES or code == 1006:
             tally.undocumented_closes += 1
+            tally.example(f"close {code}", batch.describe())
     tally.close_unanswered += conn.close_unanswered
     if conn.lost_without_close:
         tally.lost_without_close += 1
         tally.undocumented_closes += 1
+        tally.example("no close frame (1006)", batch.describe())
+    for request_id in conn.internal_errors:
+        tally.example("internal_error", batch.describe(request_id))
+    for response_id in conn.created - set(conn.done):
+        tally.example("response never ended", batch.describe(conn.created_by.get(response_id)))
     tally.errors.update(conn.error_codes)
     tally.responses_started += len(conn.created)
     tally.responses_unterminated += len(conn.created - set(conn.done))
@@ -326,6 +341,6 @@ async def _resume_attack(scheduler: Scheduler, batch: Batch, tally: CategoryTall
                     lambda m: m.get("type") in ("session.ready", "error"), READY_TIMEOUT_S
                 )
             finally:
-                await _finish(thief, tally)
+                await _finish(thief, tally, batch)
     finally:
-        await _finish(owner, tally)
+        await _finish(owner, tally, batch)

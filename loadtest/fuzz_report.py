@@ -52,6 +52,8 @@ def totals(categories: dict[str, dict[str, Any]]) -> dict[str, Any]:
     summed: dict[str, Any] = {}
     for tally in categories.values():
         for key, value in tally.items():
+            if key == "examples":
+                continue
             if isinstance(value, dict):
                 bucket = summed.setdefault(key, Counter())
                 bucket.update(value)
@@ -148,6 +150,10 @@ def print_summary(report: dict[str, Any]) -> None:
         f" {r['totals']['responses_done_twice']} ended twice"
     )
     print(f"in-band error codes: {dict(sorted(r['totals']['errors'].items()))}")
+    print("\nexamples (the first inputs behind each anomaly; all in the JSON report):")
+    for tally in r["categories"].values():
+        for anomaly, examples in tally["examples"].items():
+            print(f"  {anomaly}: {examples[0][:200]}")
     print("\ngoals:")
     for goal, met in report["goals"].items():
         print(f"  [{'ok' if met else 'n/a' if met is None else 'FAIL'}] {goal}")

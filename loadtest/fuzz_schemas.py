@@ -84,7 +84,7 @@ def schema_remote_ref(rng: random.Random, ctx: FuzzContext) -> Batch:
     """Remote and file ``$ref``: nothing may be fetched or read (the trap counts requests)."""
     encoding = rng.choice(("json", "msgpack"))
     schema = rng.choice(remote_refs(ctx, f"r{rng.randrange(10**9)}"))
-    batch = Batch("schema_remote_ref", encoding, SESSION_START, response_wait_s=5.0)
+    batch = Batch("schema_remote_ref", encoding, SESSION_START, response_wait_s=10.0)
     batch.frames = _requests(schema, encoding)
     if rng.random() < 0.5:
         # Declared at session.start too (compiled there).
@@ -97,7 +97,7 @@ def schema_remote_ref(rng: random.Random, ctx: FuzzContext) -> Batch:
 def schema_self_ref(rng: random.Random, ctx: FuzzContext) -> Batch:
     """Self-referencing and unresolvable schemas: every response still ends once."""
     encoding = rng.choice(("json", "msgpack"))
-    batch = Batch("schema_self_ref", encoding, SESSION_START, response_wait_s=5.0)
+    batch = Batch("schema_self_ref", encoding, SESSION_START, response_wait_s=10.0)
     batch.frames = _requests(rng.choice(SELF_REFS), encoding)
     return batch
 

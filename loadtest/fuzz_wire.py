@@ -120,6 +120,10 @@ class FuzzConnection(asyncio.Protocol):
         self.created: set[str] = set()
         self.done: Counter[str] = Counter()
         self.undecodable = 0
+        self.created_by: dict[str, Any] = {}
+        """Response id -> the request id that started it."""
+        self.internal_errors: list[Any] = []
+        """Request ids of the ``internal_error`` answers (the first few)."""
         self.sent_close: int | None = None
         """The code of the close frame we sent (0: one without a code), if any."""
         self.server_closed_first = False
@@ -203,9 +207,13 @@ class FuzzConnection(asyncio.Protocol):
     def _deliver(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
         if kind == "error":
-            self.error_codes[str(message.get("code"))] += 1
+            code = str(message.get("code"))
+            self.error_codes[code] += 1
+            if code == "internal_error" and len(self.internal_errors) < 4:
+                self.internal_errors.append(message.get("request_id"))
         elif kind == "response.created":
             self.created.add(str(message.get("response_id")))
+            self.created_by[str(message.get("response_id"))] = message.get("request_id")
         elif kind == "response.done":
             self.done[str(message.get("response_id"))] += 1
         for match, future in self._waiters:
