@@ -12,7 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -158,6 +160,54 @@ async def http_get(url: str, path: str, headers: dict[str, str], timeout_s: floa
         return int(parts_of_line[1]) if len(parts_of_line) > 1 else 0
     finally:
         writer.close()
+
+
+@dataclass(slots=True)
+class StoreWriterTally:
+    """The worker's store writer, from ``/stats`` once a second: does it keep writing?"""
+
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds since the start, ``store.flushes``)."""
+
+    def longest_pause_s(self) -> float | None:
+        """The longest time ``store.flushes`` stood still while sampled."""
+        if len(self.samples) < 2:
+            return None
+        longest, since = 0.0, self.samples[0]
+        for sample in self.samples[1:]:
+            if sample[1] != since[1]:
+                since = sample
+            longest = max(longest, sample[0] - since[0])
+        return round(longest, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        last = self.samples[-1][1] if self.samples else None
+        pause = self.longest_pause_s()
+        return {"samples": len(self.samples), "flushes": last, "longest_pause_s": pause}
+
+
+async def watch_store_writer(
+    url: str, headers: dict[str, str], stop: asyncio.Event, tally: StoreWriterTally, began: float
+) -> None:
+    """Sample ``/stats`` ``store.flushes`` every second until ``stop``."""
+    http_url = url.replace("ws://", "http://", 1).rstrip("/") + "/stats"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def read() -> int | None:
+        try:
+            request = urllib.request.Request(http_url, headers=headers)
+            with opener.open(request, timeout=5) as reply:
+                return int(json.loads(reply.read())["store"]["flushes"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    while not stop.is_set():
+        flushes = await asyncio.to_thread(read)
+        if flushes is not None:
+            tally.samples.append((round(time.monotonic() - began, 2), flushes))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
 
 
 async def poll_health(

@@ -9,6 +9,9 @@ from typing import Any
 GOAL_RSS_RATIO = 1.10
 """RSS after the run (settled) within 10% of RSS before: the issue's goal."""
 
+STORE_WRITER_PAUSE_S = 5.0
+"""With a shared store the healthy sessions write all the time: flushes must not stop."""
+
 _LOG_LEVEL = re.compile(r"^\S+ \S+ (ERROR|CRITICAL|WARNING) (\S+): (.*)$")
 
 
@@ -80,6 +83,9 @@ def goals(results: dict[str, Any]) -> dict[str, bool | None]:
         "nothing fetched or read": results["trap"]["requests"] == 0 and total["canary_hits"] == 0,
         "every fuzz response ended once": total["responses_unterminated"] == 0
         and total["responses_done_twice"] == 0,
+        "store writer keeps writing": None
+        if results["store_writer"]["longest_pause_s"] is None or not results["shared_store"]
+        else results["store_writer"]["longest_pause_s"] < STORE_WRITER_PAUSE_S,
         "bad input answered, connection goes on": total["silent_after"] == 0
         and total["expected_close_missing"] == 0,
     }
@@ -140,6 +146,11 @@ def print_summary(report: dict[str, Any]) -> None:
     )
     for failure in healthy["failures"][:5]:
         print(f"  {failure}")
+    writer = r["store_writer"]
+    print(
+        f"store writer: {writer['flushes']} flushes, longest pause {writer['longest_pause_s']} s"
+        f" ({'judged: shared store' if r['shared_store'] else 'not judged: memory store'})"
+    )
     print(
         f"outside-resource fetches (trap HTTP requests): {r['trap']['requests']};"
         f" canary in replies: {r['totals']['canary_hits']}"

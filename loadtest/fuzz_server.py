@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import shutil
 import sys
@@ -37,11 +38,19 @@ import psutil
 from loadtest.figures import environment
 from loadtest.fuzz_cases import FuzzContext
 from loadtest.fuzz_fields import uncovered_fields
-from loadtest.fuzz_healthy import HealthTally, HealthyTally, healthy_session, poll_health
+from loadtest.fuzz_healthy import (
+    HealthTally,
+    HealthyTally,
+    StoreWriterTally,
+    healthy_session,
+    poll_health,
+    watch_store_writer,
+)
 from loadtest.fuzz_lanes import CATEGORIES, FuzzPlan, run_lanes
 from loadtest.fuzz_report import goals, print_summary, scan_log, totals
 from loadtest.fuzz_trap import Trap
 from loadtest.harness import _terminate_on_sigterm
+from loadtest.redis_process import RedisProcess
 from loadtest.report import write_json
 from loadtest.servers import REPO_ROOT, ServerProcess
 
@@ -62,6 +71,7 @@ class FuzzConfig:
     worker_pid: int = 0
     max_frame_bytes: int = 1 << 20
     settle_s: float = 5.0
+    store: str = "memory"
     seed: int = 1
     report: Path = field(default_factory=Path)
     worker_args: tuple[str, ...] = ()
@@ -82,6 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--worker-pid", type=int, default=0, help="with --url: the pid to read RSS of")
     p.add_argument(
         "--max-frame-bytes", type=int, default=1 << 20, help="the server's frame limit (--url)"
+    )
+    p.add_argument(
+        "--store",
+        choices=("memory", "redis"),
+        default="memory",
+        help="the worker's session store (redis: a redis-server is started for it)",
     )
     p.add_argument("--settle-s", type=float, default=5.0, help="wait before reading RSS after")
     p.add_argument("--seed", type=int, default=1, help="random seed of the cases")
@@ -110,6 +126,7 @@ def resolve_config(args: argparse.Namespace) -> FuzzConfig:
         worker_pid=args.worker_pid,
         max_frame_bytes=args.max_frame_bytes,
         settle_s=args.settle_s,
+        store=args.store,
         seed=args.seed,
         report=args.report or REPORTS / f"fuzz-{stamp}.json",
         worker_args=tuple(args.worker_arg),
@@ -157,7 +174,9 @@ async def _fuzz(
     stop = asyncio.Event()
     healthy, health = HealthyTally(), HealthTally()
     began = time.monotonic()
+    writer = StoreWriterTally()
     poller = asyncio.create_task(poll_health(url, headers, stop, health, began))
+    watcher = asyncio.create_task(watch_store_writer(url, headers, stop, writer, began))
     sessions = [
         asyncio.create_task(healthy_session(i, url, config.api_key, stop, healthy))
         for i in range(config.healthy)
@@ -180,9 +199,9 @@ async def _fuzz(
     fuzz_seconds = round(time.monotonic() - fuzz_began, 1)
     stop.set()
     await asyncio.wait(sessions, timeout=40.0)
-    for task in [*sessions, poller]:
+    for task in [*sessions, poller, watcher]:
         task.cancel()
-    await asyncio.gather(*sessions, poller, return_exceptions=True)
+    await asyncio.gather(*sessions, poller, watcher, return_exceptions=True)
     await asyncio.sleep(config.settle_s)
     rss_after = await asyncio.to_thread(stable_rss, process)
     stats = await asyncio.to_thread(fetch_stats, url, headers)
@@ -193,6 +212,7 @@ async def _fuzz(
         "totals": totals(categories),
         "healthy": healthy.to_dict(),
         "health": health.to_dict(),
+        "store_writer": writer.to_dict(),
         "rss_before": rss_before,
         "rss_after": rss_after,
         "stats_after": stats,
@@ -208,8 +228,12 @@ def fetch_stats(url: str, headers: dict[str, str]) -> dict[str, Any] | None:
             body = json.loads(reply.read())
     except (OSError, ValueError):
         return None
+    if not isinstance(body, dict):
+        return None
     keys = ("sessions", "attached", "connections", "outbox_peak_bytes_max")
-    return {k: body.get(k) for k in keys} if isinstance(body, dict) else None
+    store = body.get("store")
+    kind = store.get("kind") if isinstance(store, dict) else None
+    return {**{k: body.get(k) for k in keys}, "store_kind": kind}
 
 
 def _mib(value: int | None) -> float | None:
@@ -221,13 +245,17 @@ def run(config: FuzzConfig, log_dir: Path) -> dict[str, Any]:
     worker: ServerProcess | None = None
     log_path = Path(config.worker_log) if config.worker_log else None
     log_offset = log_path.stat().st_size if log_path is not None and log_path.exists() else 0
-    with Trap(log_dir) as trap:
+    with Trap(log_dir) as trap, contextlib.ExitStack() as stack:
         try:
             if config.url:
                 url = config.url
                 process = psutil.Process(config.worker_pid) if config.worker_pid else None
             else:
-                worker = ServerProcess.launch("worker", worker_argv(config.worker_args), log_dir)
+                extra = list(config.worker_args)
+                if config.store == "redis":
+                    redis = stack.enter_context(RedisProcess(log_dir))
+                    extra.append(f"--store={redis.url}")
+                worker = ServerProcess.launch("worker", worker_argv(extra), log_dir)
                 url, process, log_path = worker.url, psutil.Process(worker.pid), worker.log_path
             results = asyncio.run(_fuzz(config, url, process, trap))
             returncode = None
@@ -238,6 +266,9 @@ def run(config: FuzzConfig, log_dir: Path) -> dict[str, Any]:
             if worker is not None:
                 worker.stop()
         results["trap"] = {"requests": trap.request_count, "paths": dict(trap.requests)}
+        # A shared store (redis) is written all the time by the healthy sessions.
+        kind = (results["stats_after"] or {}).get("store_kind")
+        results["shared_store"] = config.store == "redis" or kind == "redis"
     log = None
     if log_path is not None and log_path.exists():
         with log_path.open("rb") as handle:
