@@ -102,9 +102,22 @@ def schema_self_ref(rng: random.Random, ctx: FuzzContext) -> Batch:
     return batch
 
 
+def many_tool_schemas() -> dict[str, Any]:
+    """``session.update`` with the most tools, each a schema of 135 subschemas (~780 KB)."""
+    leaf = {"type": "string", "pattern": "^a+$"}
+    inner = {"type": "object", "properties": {f"q{j}": leaf for j in range(8)}}
+    schema = {"type": "object", "properties": {f"p{i}": inner for i in range(15)}}
+    tools = [{"name": f"t{i}", "parameters": schema} for i in range(128)]
+    return {"type": "session.update", "tools": tools}
+
+
 def schema_huge(rng: random.Random, ctx: FuzzContext) -> Batch:
-    """A schema that asks for a huge answer; the response is cancelled once it started."""
+    """A schema that asks for a huge answer (the response is cancelled once it started),
+    or many big tool schemas, whose checking alone is seconds of work."""
     encoding = rng.choice(("json", "msgpack"))
+    if rng.random() < 0.2:
+        frame = frame_of(many_tool_schemas(), encoding)
+        return Batch("schema_huge", encoding, SESSION_START, [frame] if frame else [])
     message = {
         "type": "response.create",
         "input": "x",
