@@ -36,6 +36,7 @@ class CloseCode(enum.IntEnum):
 
     NORMAL = 1000
     GOING_AWAY = 1001
+    PROTOCOL_ERROR = 1002
     ABNORMAL = 1006
     INVALID_PAYLOAD = 1007
     POLICY_VIOLATION = 1008
@@ -61,6 +62,12 @@ CLOSE_CODES: dict[int, CloseCodeInfo] = {
         CloseCodeInfo(1000, "normal", Disposition.TERMINAL, "the session ended normally"),
         CloseCodeInfo(
             1001, "going_away", Disposition.RESUME, "the server is shutting down; resume elsewhere"
+        ),
+        CloseCodeInfo(
+            1002,
+            "protocol_error",
+            Disposition.TERMINAL,
+            "the client broke the WebSocket framing rules (closed by the WebSocket layer)",
         ),
         CloseCodeInfo(
             1006,

@@ -171,7 +171,7 @@ class Persister:
                 # readers (interrupts) and writers run between chunks.
                 await asyncio.sleep(0)
             runtimes = dirty[start : start + _SESSIONS_PER_CALL]
-            chunk = [(r, b) for r in runtimes if (b := r.journal.build()) is not None]
+            chunk = [(r, b) for r in runtimes if (b := _build(r)) is not None]
             if not chunk:
                 continue
             try:
@@ -210,3 +210,17 @@ def _packed(event: Event) -> bytes:
     except (UnicodeEncodeError, TypeError, ValueError, OverflowError):
         void_event(event)
         return msgpack.packb(event.to_message())
+
+
+def _build(runtime: Persistent) -> AppendBatch | None:
+    """A session's next batch; one session's failure never stops the writer for the rest."""
+    try:
+        return runtime.journal.build()
+    except Exception as exc:
+        log.error(
+            "could not build the store batch of session %s: %s: %s",
+            runtime.session_id,
+            type(exc).__name__,
+            exc,
+        )
+        return None

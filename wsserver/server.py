@@ -25,6 +25,7 @@ from protocol.errors import ProtocolViolation
 from protocol.events import HEARTBEAT, SESSION_READY, connection_message
 from protocol.messages import SessionResume, SessionStart
 from wsserver.connection import Connection
+from wsserver.control_frames import control_frame_limited
 from wsserver.engine.base import Engine
 from wsserver.engine.simulated import SimulatedEngine
 from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
@@ -133,6 +134,9 @@ class WorkerServer:
             # A worker's clients reconnect all at once when another worker dies.
             backlog=settings.listen_backlog,
             ssl=self.tls,
+            create_connection=control_frame_limited(
+                settings.max_pings_per_second, settings.max_ping_burst
+            ),
         )
         if settings.admin_port:
             self._admin_server = await serve(

@@ -113,6 +113,15 @@ class Settings(FrontDoorSettings):
     max_message_burst: int = Field(
         400, ge=1, description="inbound messages accepted at once above the steady rate"
     )
+    max_pings_per_second: float = Field(
+        5.0,
+        gt=0,
+        description="WebSocket pings and pongs per second a client may send on one "
+        "connection before close 4005 (each ping makes the server queue a pong)",
+    )
+    max_ping_burst: int = Field(
+        20, ge=1, description="pings and pongs accepted at once above the steady rate"
+    )
     outbox_max_bytes: int = Field(
         1 << 20,
         ge=1024,
