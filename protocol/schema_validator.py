@@ -21,10 +21,11 @@ import jsonschema._keywords
 import jsonschema._utils
 import re2  # type: ignore[import-untyped]
 from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
 from jsonschema.protocols import Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
+
+from protocol.meta_schema import META_VALIDATOR
 
 __all__ = [
     "BudgetedValidator",
@@ -174,9 +175,7 @@ def crawled_registry(schema: Any) -> Registry[Any]:
 def meta_problem(schema: Any) -> str | None:
     """Why ``schema`` is not a Draft 2020-12 schema (by its meta-schema), or ``None``."""
     try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        return f"is not a valid json schema: {exc.message}"
+        error = next(META_VALIDATOR.iter_errors(schema), None)
     except RecursionError:  # the size checks keep this out of reach; belt and braces
         return "nests too deeply"
-    return None
+    return None if error is None else f"is not a valid json schema: {error.message}"
