@@ -15,7 +15,7 @@ from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import event_from_message
 from protocol.messages import SessionResume, SessionStart
-from protocol.server_session import ServerSession, SessionLimits
+from protocol.server_session import ResponseState, ServerSession, SessionLimits
 from protocol.snapshot import (
     ConversationSnapshot,
     StreamSnapshot,
@@ -221,7 +221,7 @@ class SessionManager:
             runtime.lost_after_seq = stream.last_seq
         self.sessions[session_id] = runtime
         self.takeovers += 1
-        await self._adopt_tool_calls(runtime)
+        await self._adopt_tool_calls(runtime, lost)
         if lost is not None:
             # The old owner is dead (no lease) or was overtaken; either way it is done.
             reason = "session_moved" if claimed.owner_live else "worker_lost"
@@ -235,26 +235,42 @@ class SessionManager:
         )
         return runtime
 
-    async def _adopt_tool_calls(self, runtime: SessionRuntime) -> None:
-        """Know the calls the old owner emitted, so results and resumes find them."""
+    async def _adopt_tool_calls(self, runtime: SessionRuntime, lost: ResponseState | None) -> None:
+        """Know the calls the old owner emitted, so results and resumes find them.
+
+        The client may have the lost response's calls before the old owner's batch
+        with their round reached the store: the ledger has them (written first), the
+        stored history does not. Those join the history when the lost response ends.
+        """
         try:
             records = await self.store.tool_calls(runtime.session_id)
         except SessionStoreUnavailable:
             log.warning("tool calls of %s unavailable at takeover", runtime.session_id)
             return
+        session = runtime.session
+        in_history = {c.call_id for t in session.conversation.turns for c in t.tool_calls}
         for record in records:
-            # Round -1: the old owner's rounds are over; their calls are in the history
-            # already (or were lost with it), never recorded again here.
-            call = ToolCallState(record.call_id, record.name, record.response_id, round=-1)
+            # Round -1: the old owner's rounds are over; a call in the history (or
+            # trimmed from it) is never recorded again. A call of the lost response
+            # the history lacks takes that response's round, so its end records it.
+            unrecorded = (
+                lost is not None
+                and record.response_id == lost.id
+                and record.call_id not in in_history
+            )
+            round = lost.generations if unrecorded and lost is not None else -1
+            call = ToolCallState(record.call_id, record.name, record.response_id, round=round)
             call.text = [record.arguments]
             call.arguments = json.loads(record.arguments)
             if record.status is ToolCallStatus.PENDING:
                 call.state = CallState.EMITTED
             elif record.status is ToolCallStatus.COMPLETED:
                 call.state = CallState.ANSWERED
+                call.output = json.loads(record.output) if record.output is not None else None
+                call.error = record.error
             else:
                 call.state = CallState.TIMED_OUT
-            runtime.session.tools.adopt(call)
+            session.tools.adopt(call)
 
     # -- endings -------------------------------------------------------------
 

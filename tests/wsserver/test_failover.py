@@ -386,14 +386,15 @@ async def _read_until(client: RawClient, condition: Any, timeout: float = 20.0) 
 
 
 async def _pending_call_moved(
-    start_worker: Any,
+    start_worker: Any, *a_flags: str
 ) -> tuple[RawClient, RawClient, dict[str, Any], dict[str, Any]]:
-    """A call emitted on A; the client cut off from A resumes on B (a takeover).
+    """A call emitted on A (started with ``a_flags``); the client cut off from A
+    resumes on B (a takeover).
 
     Returns (the client's first connection, its connection to B, the first
     ``session.ready``, the call event).
     """
-    a, b = start_worker("a"), start_worker("b")
+    a, b = start_worker("a", *a_flags), start_worker("b")
     first = await RawClient.connect(a.url)
     ready = await first.start(tools=[WEATHER_TOOL])
     await first.send({"type": "response.create", "input": "what is the weather in Paris?"})
@@ -478,4 +479,25 @@ async def test_takeover_keeps_one_assistant_turn_per_call(
     )
     naming = [t for t in turns if call["call_id"] in [c.call_id for c in t.tool_calls]]
     assert len(naming) == 1, turns
+    await second.close()
+
+
+async def test_takeover_before_the_owner_stored_the_call_keeps_it(
+    start_worker: Any, redis_url: str
+) -> None:
+    """The client resumes on B before A's batch with the call's round reached the
+    store (only the ledger has the call): B still puts the call, then its result,
+    in the history, once."""
+    # A writes every 2 s and prefills for 4 s: the store has the running response
+    # (first batch) long before the call, and A's next batch comes 2 s after it.
+    slow = ("--store-flush-ms", "2000", "--prefill-per-token-ms", "400")
+    _, second, ready, call = await _pending_call_moved(start_worker, *slow)
+    await second.send({"type": "tool.result", "call_id": call["call_id"], "output": 1})
+    await second.until("tool.result.accepted")
+    turns = await _stored_turns_when(
+        redis_url, ready["session_id"], lambda ts: any(t.role == "tool" for t in ts)
+    )
+    assert [t.role for t in turns] == ["user", "assistant", "tool"], turns
+    assert [c.call_id for c in turns[1].tool_calls] == [call["call_id"]]
+    assert (turns[2].tool_call_id, turns[2].text) == (call["call_id"], "1")
     await second.close()
