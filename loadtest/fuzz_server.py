@@ -144,6 +144,10 @@ def worker_argv(extra: Sequence[str]) -> list[str]:
         "--port=0",
         "--decode-rate=200",
         "--answer-tokens=10",
+        # Every answer is bounded by its token budget: 1,000 at 200/s ends well within the
+        # lanes' wait for a response (fuzz_lanes.DEFAULT_RESPONSE_WAIT_S), whatever the
+        # schema asks for.
+        "--max-output-tokens=1000",
         "--log-level=WARNING",
         *extra,
     ]
