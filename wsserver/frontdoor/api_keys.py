@@ -9,6 +9,7 @@ rotate without a restart: add the new key's line, move clients over, remove the 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import secrets
@@ -16,6 +17,8 @@ import time
 from dataclasses import dataclass
 
 from wsserver.frontdoor.errors import FrontDoorConfigError
+
+log = logging.getLogger(__name__)
 
 KEY_PREFIX = "wsk_"
 """Every key starts with it: easy to recognise in a leak scan, and redacted in logs."""
@@ -58,7 +61,18 @@ class KeyEntry:
 
 def parse_keys(text: str, source: str = "keys file") -> dict[str, KeyEntry]:
     """Hash → entry from the keys-file format; ``FrontDoorConfigError`` on a bad line."""
+    entries, bad = parse_keys_leniently(text)
+    if bad:
+        raise FrontDoorConfigError(
+            f"{source} line {bad[0]}: expected 'PRINCIPAL: SHA256-HEX [admin]'"
+        )
+    return entries
+
+
+def parse_keys_leniently(text: str) -> tuple[dict[str, KeyEntry], list[int]]:
+    """Hash → entry of the well-formed lines, and the numbers of the others."""
     entries: dict[str, KeyEntry] = {}
+    bad: list[int] = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()
         if not line:
@@ -72,11 +86,10 @@ def parse_keys(text: str, source: str = "keys file") -> dict[str, KeyEntry]:
             or not _HEX.match(fields[0].lower())
             or fields[1:] not in ([], ["admin"])
         ):
-            raise FrontDoorConfigError(
-                f"{source} line {number}: expected 'PRINCIPAL: SHA256-HEX [admin]'"
-            )
+            bad.append(number)
+            continue
         entries[fields[0].lower()] = KeyEntry(name.strip(), admin=fields[1:] == ["admin"])
-    return entries
+    return entries, bad
 
 
 class ApiKeyTable:
@@ -105,12 +118,29 @@ class ApiKeyTable:
             return
         self._checked = now
         try:
-            changed = os.stat(self.path).st_mtime != self._mtime
-            if changed:
-                self._load()
-        except (OSError, FrontDoorConfigError):
-            # A file half-written during a rotation: keep the keys we had.
+            stat = os.stat(self.path)
+            if stat.st_mtime == self._mtime:
+                return
+            with open(self.path, encoding="utf-8") as file:
+                text = file.read()
+        except (OSError, UnicodeDecodeError) as exc:
+            # Fail closed: a key must stop working once its line is gone, and a file
+            # that is gone or unreadable holds no line.
+            if self._entries:
+                log.error("keys file %s unreadable, no API key is valid now: %s", self.path, exc)
+            self._entries = {}
+            self._mtime = None
             return
+        # Only the well-formed lines count: a removed key stops working even when an
+        # edit left another line broken (a half-written file heals at the next check).
+        self._entries, bad = parse_keys_leniently(text)
+        self._mtime = stat.st_mtime
+        if bad:
+            log.error(
+                "keys file %s: lines %s are not 'PRINCIPAL: SHA256-HEX [admin]' and are ignored",
+                self.path,
+                ", ".join(map(str, bad[:10])),
+            )
 
     def __len__(self) -> int:
         return len(self._entries)

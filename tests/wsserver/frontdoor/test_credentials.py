@@ -67,6 +67,41 @@ def test_keys_file_is_read_again_when_it_changes(creds: Credentials) -> None:
     assert entry is not None and entry.principal == "alice"
 
 
+def _touch_and_recheck(path: Path, table: ApiKeyTable, seconds: float) -> None:
+    os.utime(path, (time.time() + seconds, time.time() + seconds))
+    table._checked = 0.0  # the once-a-second check, without waiting a second
+
+
+def test_a_removed_key_stops_working_even_when_the_edit_broke_another_line(
+    creds: Credentials, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = creds.folder / "revoking"
+    path.write_text(
+        key_line("alice", creds.alice_key) + "\n" + key_line("bob", creds.bob_key) + "\n"
+    )
+    table = ApiKeyTable(str(path))
+    assert table.lookup(creds.bob_key) is not None
+    # bob's line goes; the same edit leaves a broken line behind.
+    path.write_text(key_line("alice", creds.alice_key) + "\nnot a key line\n")
+    _touch_and_recheck(path, table, 5)
+    assert table.lookup(creds.bob_key) is None
+    assert table.lookup(creds.alice_key) is not None
+    assert any("line" in r.getMessage() and r.levelname == "ERROR" for r in caplog.records)
+
+
+def test_a_deleted_keys_file_leaves_no_key_valid(creds: Credentials) -> None:
+    path = creds.folder / "deleted"
+    path.write_text(key_line("alice", creds.alice_key) + "\n")
+    table = ApiKeyTable(str(path))
+    path.unlink()
+    table._checked = 0.0
+    assert table.lookup(creds.alice_key) is None
+    # Written again: valid again.
+    path.write_text(key_line("alice", creds.alice_key) + "\n")
+    _touch_and_recheck(path, table, 10)
+    assert table.lookup(creds.alice_key) is not None
+
+
 # -- client tokens ----------------------------------------------------------
 
 
