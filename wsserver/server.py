@@ -474,7 +474,8 @@ class WorkerServer:
     ) -> Response | None:
         path, _, query = request.path.partition("?")
         headers = request.headers
-        upgrade = headers.get("Upgrade", "").lower() == "websocket"
+        # get_all: a request may repeat a header (get() would raise on two Upgrade lines).
+        upgrade = [value.lower() for value in headers.get_all("Upgrade")] == ["websocket"]
         if not upgrade and path in ("/healthz", "/readyz"):
             # Open to probes: they say nothing about sessions.
             return await self._probe(path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -186,3 +187,24 @@ async def test_client_ip_comes_from_a_trusted_proxy_only(
     assert admission is not None
     assert (admission.principal.id, admission.client_ip) == ("alice", expected)
     await client.close()
+
+
+@pytest.mark.parametrize("auth", ["keys", "none"])
+async def test_repeated_upgrade_headers_get_an_http_error_not_a_traceback(
+    start_server: StartServer,
+    creds: Credentials,
+    caplog: pytest.LogCaptureFixture,
+    auth: str,
+) -> None:
+    server = await start_server(**(creds.settings() if auth == "keys" else {}))
+    for _ in range(3):
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(
+            b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Version: 13\r\n\r\n"
+        )
+        status = await asyncio.wait_for(reader.readline(), 5)
+        writer.close()
+        assert status.split()[1] in (b"400", b"401", b"426"), status
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
