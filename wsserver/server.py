@@ -278,10 +278,9 @@ class WorkerServer:
         """Who a connection is, for quotas: its address (through trusted proxies) and its
         principal — anonymous (``None``) while unauthenticated or with ``--auth none``."""
         forwarded = request.headers.get_all("X-Forwarded-For")
-        named = (
-            principal.id if principal is not None and principal.method != AuthMethod.NONE else None
+        return self.front_door.client(
+            peer_host(ws.remote_address), forwarded, quota_principal(principal)
         )
-        return self.front_door.client(peer_host(ws.remote_address), forwarded, named)
 
     @property
     def full(self) -> bool:
@@ -639,3 +638,14 @@ def _audio_fields(runtime: SessionRuntime) -> dict[str, Any]:
     if voice is None:
         return {}
     return {"audio": voice.settings.model_dump(), "audio_in_seq": voice.input.last_seq}
+
+
+def quota_principal(principal: Principal | None) -> str | None:
+    """Whom the per-principal quotas count: the principal, or for a client token the token
+    itself (one app user's token must not use up its account's connections, messages or
+    failed resumes); ``None`` while anonymous."""
+    if principal is None or principal.method is AuthMethod.NONE:
+        return None
+    if principal.method is AuthMethod.CLIENT_TOKEN and principal.token_id is not None:
+        return f"{principal.id}#{principal.token_id}"
+    return principal.id
