@@ -137,6 +137,8 @@ def compile_schema(schema: Any, what: str, limits: SchemaLimits = LIMITS) -> Com
     schema (same text, key order included) compiles once; the result is immutable
     and shared.
     """
+    # The size limits first: a schema far past them is refused before it is serialised.
+    _check_size(schema, what, limits)
     try:
         text = json.dumps(schema, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
@@ -212,28 +214,32 @@ def _depth_over(value: Any, limit: int) -> bool:
 
 
 def _check_size(schema: Any, what: str, limits: SchemaLimits) -> int:
-    """Depth, node count, text size and numbers, iteratively, before anything recurses.
+    """Depth, node count, text size and numbers, in one iterative walk, before anything
+    recurses. A container is counted whole before its members are looked at, so a schema
+    far past the limits is refused after a look at its first containers, not a full walk.
 
     Returns the node count.
     """
-    if _depth_over(schema, limits.depth):
-        _invalid(f"{what} nests deeper than {limits.depth} levels (the limit)")
-    nodes = text = 0
-    work: list[Any] = [schema]
+    nodes = 1
+    text = 0
+    work: list[tuple[Any, int]] = [(schema, 1)]
     while work:
-        item = work.pop()
-        nodes += 1
-        if nodes > limits.nodes:
-            _invalid(f"{what} has more than {limits.nodes} values (the limit)")
+        item, depth = work.pop()
+        if isinstance(item, dict | list):
+            if depth > limits.depth:
+                _invalid(f"{what} nests deeper than {limits.depth} levels (the limit)")
+            nodes += len(item)
+            if nodes > limits.nodes:
+                _invalid(f"{what} has more than {limits.nodes} values (the limit)")
         if isinstance(item, dict):
             for key, child in item.items():
                 if not isinstance(key, str):
                     _invalid(f"{what} has a key that is not a string")
                 text += len(key)
                 _check_keyword(key, child, what, limits)
-                work.append(child)
+                work.append((child, depth + 1))
         elif isinstance(item, list):
-            work.extend(item)
+            work.extend((child, depth + 1) for child in item)
         elif isinstance(item, str):
             text += len(item)
         elif isinstance(item, float) and not math.isfinite(item):

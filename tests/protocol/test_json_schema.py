@@ -318,3 +318,16 @@ def test_the_same_schema_compiles_once() -> None:
     reordered = {"properties": {"n": {"type": "integer"}}, "type": "object"}
     assert compile_schema(reordered, "s") is not first  # key order shapes samples
     assert refused({"$ref": "#"}) == refused({"$ref": "#"})
+
+
+class _Untouchable(dict):  # type: ignore[type-arg]
+    """A subschema whose members must never be looked at."""
+
+    def items(self):  # type: ignore[no-untyped-def]
+        raise AssertionError("a member of an oversized schema was walked")
+
+
+def test_a_schema_past_the_value_limit_is_refused_before_its_members_are_walked() -> None:
+    schema = {"type": "object", "properties": {f"p{i}": _Untouchable() for i in range(3000)}}
+    with pytest.raises(ProtocolViolation, match="more than 2000 values"):
+        compile_schema(schema, "response_format")
