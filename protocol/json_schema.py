@@ -69,8 +69,9 @@ class SchemaLimits:
     in_place: int = 2_000
     """Subschemas one place of a value can be checked against, counting every path of
     in-place references (``$ref``, ``allOf``…): shared definitions multiply."""
-    instance_depth: int = 64
-    """Nesting of a value validated against a schema (deeper: it does not match)."""
+    instance_depth: int = 60
+    """Nesting of a value validated against a schema (deeper: it does not match). Below the
+    64 levels of a message, so every event that carries the value (at level 2) decodes."""
     validation_steps: int = 50_000
     """Keyword evaluations allowed for validating one value."""
 

@@ -227,4 +227,4 @@ def test_the_limits_are_what_the_docs_say() -> None:
         65_536,
     )
     assert (LIMITS.min_count, LIMITS.min_length, LIMITS.pattern_length) == (1000, 10_000, 1000)
-    assert (LIMITS.instance_depth, LIMITS.validation_steps, LIMITS.in_place) == (64, 50_000, 2000)
+    assert (LIMITS.instance_depth, LIMITS.validation_steps, LIMITS.in_place) == (60, 50_000, 2000)

@@ -331,3 +331,22 @@ def test_a_schema_past_the_value_limit_is_refused_before_its_members_are_walked(
     schema = {"type": "object", "properties": {f"p{i}": _Untouchable() for i in range(3000)}}
     with pytest.raises(ProtocolViolation, match="more than 2000 values"):
         compile_schema(schema, "response_format")
+
+
+def test_every_value_a_schema_accepts_fits_in_an_event_a_client_can_decode() -> None:
+    from protocol.encoding import codec_for
+    from protocol.events import Event
+
+    def nested(levels: int) -> Any:
+        value: Any = 1
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    compiled = compile_schema({}, "response_format")
+    deepest = max(n for n in range(1, 80) if compiled.problem(nested(n)) is None)
+    event = Event("response.output_json.done", {"response_id": "resp_1", "value": nested(deepest)})
+    event.seq = 1
+    for subprotocol in ("wsserver.v1.json", "wsserver.v1.msgpack"):
+        codec = codec_for(subprotocol)
+        assert codec.decode(codec.encode_event(event))["value"] == nested(deepest)

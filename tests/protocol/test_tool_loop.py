@@ -42,14 +42,14 @@ def test_arguments_nested_past_the_json_module_are_refused_not_a_crash() -> None
     loop = ToolLoop()
     loop.set_tools([FORM])
     invalid = call_with(loop, "[" * 100_000 + "]" * 100_000)
-    assert "nests deeper than 64 levels" in invalid.message
+    assert "nests deeper than 60 levels" in invalid.message
 
 
 def test_arguments_nested_past_the_limit_do_not_match() -> None:
     loop = ToolLoop()
     loop.set_tools([FORM])
     invalid = call_with(loop, '{"items": ' + "[" * 500 + "]" * 500 + "}")
-    assert "nests deeper than 64 levels" in invalid.message
+    assert "nests deeper than 60 levels" in invalid.message
 
 
 @pytest.mark.parametrize(
