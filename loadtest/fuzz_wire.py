@@ -24,10 +24,9 @@ from urllib.parse import urlsplit
 import msgpack
 from websockets.utils import apply_mask
 
-from loadtest.wire import _accept_key
+from loadtest.wire import handshake_answer, split_frames
 
 OP_CONT, OP_TEXT, OP_BINARY, OP_CLOSE, OP_PING, OP_PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
-_MAX_HEADER_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,48 +244,18 @@ class FuzzConnection(asyncio.Protocol):
         del self._buffer[:consumed]
 
     def _handshake(self) -> bool:
-        end = self._buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self._buffer) > _MAX_HEADER_BYTES:
-                self._fail(HandshakeRefused("handshake response too large"))
+        answer = handshake_answer(self._buffer, self._key)
+        if answer is False:
             return False
-        head = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
-        del self._buffer[: end + 4]
-        headers = {
-            name.strip().lower(): value.strip()
-            for name, _, value in (line.partition(":") for line in head[1:])
-        }
-        if not head[0].startswith("HTTP/1.1 101"):
-            self._fail(HandshakeRefused(head[0]))
-            return False
-        if headers.get("sec-websocket-accept", "").encode() != _accept_key(self._key):
-            self._fail(HandshakeRefused("wrong Sec-WebSocket-Accept"))
+        if isinstance(answer, str):
+            self._fail(HandshakeRefused(answer.removeprefix("handshake refused: ")))
             return False
         self._upgraded = True
         self.opened.set_result(None)
         return True
 
     def _parse(self, buffer: bytearray) -> int:
-        offset, size = 0, len(buffer)
-        while size - offset >= 2:
-            first, second = buffer[offset], buffer[offset + 1]
-            length, start = second & 0x7F, offset + 2
-            if length == 126:
-                if size - start < 2:
-                    break
-                (length,) = struct.unpack_from("!H", buffer, start)
-                start += 2
-            elif length == 127:
-                if size - start < 8:
-                    break
-                (length,) = struct.unpack_from("!Q", buffer, start)
-                start += 8
-            end = start + length
-            if end > size:
-                break
-            self._on_frame(bool(first & 0x80), first & 0x0F, bytes(buffer[start:end]))
-            offset = end
-        return offset
+        return split_frames(buffer, self._on_frame)
 
     def _on_frame(self, fin: bool, opcode: int, payload: bytes) -> None:
         if opcode == OP_CLOSE:

@@ -51,6 +51,58 @@ def encode_frame(opcode: int, payload: bytes) -> bytes:
     return header + mask + apply_mask(payload, mask)
 
 
+def handshake_answer(buffer: bytearray, key: bytes) -> str | bool | None:
+    """Read the server's handshake response from the front of ``buffer``.
+
+    ``False``: not all here yet; ``None``: upgraded (the head is removed from
+    ``buffer``); a string: why the handshake failed.
+    """
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return "handshake response too large" if len(buffer) > _MAX_HEADER_BYTES else False
+    head = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+    del buffer[: end + 4]
+    headers = {
+        name.strip().lower(): value.strip()
+        for name, _, value in (line.partition(":") for line in head[1:])
+    }
+    if not head[0].startswith("HTTP/1.1 101"):
+        return f"handshake refused: {head[0]}"
+    if headers.get("sec-websocket-accept", "").encode() != _accept_key(key):
+        return "handshake: wrong Sec-WebSocket-Accept"
+    return None
+
+
+def split_frames(
+    buffer: bytearray, on_frame: Callable[[bool, int, bytes], None], *, masked_ok: bool = True
+) -> int:
+    """Hand every complete frame in ``buffer`` to ``on_frame(fin, opcode, payload)``;
+    returns the bytes consumed. ``masked_ok=False``: a masked frame raises WireError
+    (servers never mask)."""
+    offset, size = 0, len(buffer)
+    while size - offset >= 2:
+        first, second = buffer[offset], buffer[offset + 1]
+        if second & 0x80 and not masked_ok:
+            raise WireError("server frames must not be masked")
+        length, start = second & 0x7F, offset + 2
+        if length == 126:
+            if size - start < 2:
+                break
+            (length,) = struct.unpack_from("!H", buffer, start)
+            start += 2
+        elif length == 127:
+            if size - start < 8:
+                break
+            (length,) = struct.unpack_from("!Q", buffer, start)
+            start += 8
+        end = start + length
+        if end > size:
+            break
+        on_frame(bool(first & 0x80), first & 0x0F, bytes(buffer[start:end]))
+        offset = end
+    return offset
+
+
 class LeanConnection(asyncio.Protocol):
     """One client connection; text messages go to ``on_text`` as ``str``."""
 
@@ -123,22 +175,11 @@ class LeanConnection(asyncio.Protocol):
     # -- parsing -------------------------------------------------------------------
 
     def _handshake(self) -> bool:
-        end = self._buffer.find(b"\r\n\r\n")
-        if end < 0:
-            if len(self._buffer) > _MAX_HEADER_BYTES:
-                self._fail(WireError("handshake response too large"))
+        answer = handshake_answer(self._buffer, self._request_key)
+        if answer is False:
             return False
-        head = bytes(self._buffer[:end]).decode("latin-1").split("\r\n")
-        del self._buffer[: end + 4]
-        headers = {
-            name.strip().lower(): value.strip()
-            for name, _, value in (line.partition(":") for line in head[1:])
-        }
-        if not head[0].startswith("HTTP/1.1 101"):
-            self._fail(WireError(f"handshake refused: {head[0]}"))
-            return False
-        if headers.get("sec-websocket-accept", "").encode() != _accept_key(self._request_key):
-            self._fail(WireError("handshake: wrong Sec-WebSocket-Accept"))
+        if isinstance(answer, str):
+            self._fail(WireError(answer))
             return False
         self._upgraded = True
         self.opened.set_result(None)
@@ -146,30 +187,9 @@ class LeanConnection(asyncio.Protocol):
 
     def _parse_frames(self, buffer: bytearray) -> int:
         """Handle every complete frame in ``buffer``; returns the bytes consumed."""
-        offset, size = 0, len(buffer)
-        while size - offset >= 2:
-            first, second = buffer[offset], buffer[offset + 1]
-            if second & 0x80:
-                raise WireError("server frames must not be masked")
-            length, start = second & 0x7F, offset + 2
-            if length == 126:
-                if size - start < 2:
-                    break
-                (length,) = struct.unpack_from("!H", buffer, start)
-                start += 2
-            elif length == 127:
-                if size - start < 8:
-                    break
-                (length,) = struct.unpack_from("!Q", buffer, start)
-                start += 8
-            end = start + length
-            if end > size:
-                break
-            self._on_frame(first & 0x80, first & 0x0F, bytes(buffer[start:end]))
-            offset = end
-        return offset
+        return split_frames(buffer, self._on_frame, masked_ok=False)
 
-    def _on_frame(self, fin: int, opcode: int, payload: bytes) -> None:
+    def _on_frame(self, fin: bool, opcode: int, payload: bytes) -> None:
         if opcode == OP_TEXT and fin:
             self.on_text(payload.decode())
         elif opcode in (OP_TEXT, OP_CONTINUATION):
