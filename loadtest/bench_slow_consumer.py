@@ -110,20 +110,8 @@ async def _connect(url: str, rcvbuf: int | None) -> LeanConnection:
     return connection
 
 
-def _rss_settled(server: ServerProcess, max_wait_s: float = 10.0) -> int:
-    deadline = time.monotonic() + max_wait_s
-    previous = server.rss_bytes()
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = server.rss_bytes()
-        if abs(current - previous) <= previous * 0.005:
-            return current
-        previous = current
-    return previous
-
-
 async def _measure(server: ServerProcess, config: SlowConsumerConfig, phase: str) -> dict[str, Any]:
-    rss_before = _rss_settled(server)
+    rss_before = server.settled_rss()
     stalled = phase == "stalled"
     connections: list[LeanConnection] = []
     received = [0]

@@ -198,22 +198,9 @@ def _steps_per_s(before: Snapshot, after: Snapshot) -> float | None:
 # -- phase 3: idle sessions -------------------------------------------------------
 
 
-def _settled_rss(server: ServerProcess, max_wait_s: float = 10.0) -> int:
-    """RSS once it stops moving (two readings 0.5 s apart within 0.5%), bounded in time."""
-    deadline = time.monotonic() + max_wait_s
-    previous = server.rss_bytes()
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
-        current = server.rss_bytes()
-        if abs(current - previous) <= previous * 0.005:
-            return current
-        previous = current
-    return previous
-
-
 def measure_idle(server: ServerProcess, config: BenchConfig) -> dict[str, Any]:
     """Open K idle sessions and divide the RSS growth by K."""
-    rss_before = _settled_rss(server)
+    rss_before = server.settled_rss()
     plans = [
         ConnectPlan(server.url, count, config.connect_concurrency)
         for count in split(config.idle_sessions, config.clients)
@@ -221,7 +208,7 @@ def measure_idle(server: ServerProcess, config: BenchConfig) -> dict[str, Any]:
     with ClientPool(idle_client_main, plans) as pool:
         connected = pool.gather("connected", timeout_s=60 + config.idle_sessions / 20)
         _require_sessions(server, connected)
-        rss_after = _settled_rss(server)
+        rss_after = server.settled_rss()
         stats = server.stats()
         server.check_alive()
         server.stop()  # before the clients close: the teardown is not measured

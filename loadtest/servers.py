@@ -100,6 +100,18 @@ class ServerProcess(ChildProcess):
         assert self._psutil is not None, "server not started"
         return int(self._psutil.memory_info().rss)
 
+    def settled_rss(self, max_wait_s: float = 10.0) -> int:
+        """RSS once it stops moving (two readings 0.5 s apart within 0.5%), bounded in time."""
+        deadline = time.monotonic() + max_wait_s
+        previous = self.rss_bytes()
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            current = self.rss_bytes()
+            if abs(current - previous) <= previous * 0.005:
+                return current
+            previous = current
+        return previous
+
     def stats(self, timeout_s: float = 5.0) -> dict[str, Any] | None:
         """``GET /stats`` as JSON, or ``None`` when it does not answer in time."""
         http_url = self.url.replace("ws://", "http://", 1) + "/stats"
