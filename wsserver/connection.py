@@ -304,24 +304,17 @@ class Connection:
             log.error("connection writer failed: %s", _describe(exc))
             self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
 
-    async def _send(self, frame: str | bytes) -> None:
-        if isinstance(frame, str):
-            # Encoded here, not inside websockets, which would log a traceback and
-            # drop the connection without a close code on a lone surrogate.
-            await self.ws.send(frame.encode(), text=True)
-        else:
-            await self.ws.send(frame)
+    async def _send(self, frame: tuple[bytes, bool]) -> None:
+        data, text = frame
+        await self.ws.send(data, text=text)
 
-    def _encode_control(self, message: dict[str, Any]) -> str | bytes:
+    def _encode_control(self, message: dict[str, Any]) -> tuple[bytes, bool]:
         try:
-            frame = self.codec.encode(message)
-            if isinstance(frame, str):
-                frame.encode()
+            return _as_payload(self.codec.encode(message))
         except Exception as exc:
             raise EventNotEncodable(f"{message.get('type')} could not be encoded: {exc}") from exc
-        return frame
 
-    def _encode_event(self, event: Event) -> str | bytes:
+    def _encode_event(self, event: Event) -> tuple[bytes, bool]:
         """The event's frame; an event that cannot be encoded is voided first.
 
         It is numbered and in the replay buffer already: left as it is, every
@@ -329,13 +322,10 @@ class Connection:
         the same ``seq``, so the stream stays gap-free and a resume goes on.
         """
         try:
-            frame = self.codec.encode_event(event)
-            if isinstance(frame, str):
-                frame.encode()  # what _send does; fails here on a lone surrogate
+            return _as_payload(self.codec.encode_event(event))
         except Exception as exc:
             void_event(event)
             raise EventNotEncodable(f"event {event.seq} could not be encoded: {exc}") from exc
-        return frame
 
     def _check_acks(self, event: Event, session: ServerSession) -> None:
         """Close a client that stopped acking while output streams (``--ack-timeout``)."""
@@ -385,6 +375,15 @@ class Connection:
                 await self._waiter
             finally:
                 self._waiter = None
+
+
+def _as_payload(frame: str | bytes) -> tuple[bytes, bool]:
+    """A frame's bytes and whether it is text. Text is encoded here, once, not inside
+    websockets, which would log a traceback and drop the connection without a close code
+    on a lone surrogate (here it raises, and the event is voided)."""
+    if isinstance(frame, str):
+        return frame.encode(), True
+    return frame, False
 
 
 def _describe(exc: BaseException) -> str:
