@@ -7,13 +7,9 @@ keeps its ``seq``, so the stream stays gap-free.
 
 from __future__ import annotations
 
-import re
-
 from protocol.codes import ErrorCode
 from protocol.events import ERROR, EVENT_OVERHEAD_BYTES, Event, TextDelta, error_fields
-
-_UNENCODABLE = re.compile("[\ud800-\udfff]")
-"""Lone surrogates: valid in a Python str, not in UTF-8 (JSON text) nor msgpack."""
+from protocol.json_value import LONE_SURROGATE
 
 
 class EventNotEncodable(Exception):
@@ -27,7 +23,7 @@ def void_event(event: Event) -> None:
     event becomes an ``internal_error`` event with the same seq and response.
     """
     if isinstance(event, TextDelta):
-        text = _UNENCODABLE.sub("\ufffd", event.seal())
+        text = LONE_SURROGATE.sub("\ufffd", event.seal())
         event.parts = [text]
         event.fields["delta"] = text
         return

@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
+from protocol.json_value import exceeds_depth, safe_text
 from protocol.schema_references import reference_problem
 from protocol.schema_validator import (
     BudgetedValidator,
@@ -113,7 +114,7 @@ class CompiledSchema:
     def problem(self, value: Any) -> str | None:
         """Why ``value`` does not match, or ``None``; never raises."""
         limits = self._limits
-        if _depth_over(value, limits.instance_depth):
+        if exceeds_depth(value, limits.instance_depth):
             return f"(root): the value nests deeper than {limits.instance_depth} levels"
         try:
             with step_budget(limits.validation_steps):
@@ -139,18 +140,18 @@ def compile_schema(schema: Any, what: str, limits: SchemaLimits = LIMITS) -> Com
     and shared.
     """
     # The size limits first: a schema far past them is refused before it is serialised.
-    _check_size(schema, what, limits)
+    nodes = _check_size(schema, what, limits)
     try:
         text = json.dumps(schema, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError):
-        return _compile(schema, what, limits)  # not plain JSON: refused below, uncached
+        return _compile(schema, what, limits, nodes)  # not plain JSON: refused below, uncached
     if len(text) > _CACHED_TEXT:
-        return _compile(schema, what, limits)  # the cache's memory stays bounded
+        return _compile(schema, what, limits, nodes)  # the cache's memory stays bounded
     key = (what, limits, text)
     cached = _cache.get(key)
     if cached is None:
         try:
-            cached = _compile(schema, what, limits)
+            cached = _compile(schema, what, limits, nodes)
         except ProtocolViolation as violation:
             cached = violation.message
         _cache[key] = cached
@@ -162,10 +163,10 @@ def compile_schema(schema: Any, what: str, limits: SchemaLimits = LIMITS) -> Com
     return cached
 
 
-def _compile(schema: Any, what: str, limits: SchemaLimits) -> CompiledSchema:
+def _compile(schema: Any, what: str, limits: SchemaLimits, nodes: int) -> CompiledSchema:
+    """Compile a schema that passed :func:`_check_size` (``nodes`` values)."""
     if not isinstance(schema, dict | bool):
         _invalid(f"{what} must be an object")
-    nodes = _check_size(schema, what, limits)
     if isinstance(schema, dict) and "$schema" in schema:
         dialect = schema["$schema"]
         if not isinstance(dialect, str) or dialect.rstrip("#") not in _DIALECTS:
@@ -189,29 +190,9 @@ def _invalid(message: str) -> NoReturn:
 
 
 def _clip(message: str) -> str:
-    """A message short enough for an event, and sendable: a lone surrogate (a value's key
-    may hold one) is written as its escape."""
-    message = message.encode("utf-8", "backslashreplace").decode("utf-8")
-    if len(message) <= _MESSAGE_CHARS:
-        return message
-    return message[: _MESSAGE_CHARS - 3] + "..."
-
-
-def _depth_over(value: Any, limit: int) -> bool:
-    """Whether ``value`` nests containers deeper than ``limit`` (iterative)."""
-    work: list[tuple[Any, int]] = [(value, 1)]
-    while work:
-        item, depth = work.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        if depth > limit:
-            return True
-        work.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
+    """A message short enough for an event, and sendable (a value's key may hold a lone
+    surrogate: it is written as its escape)."""
+    return safe_text(message, _MESSAGE_CHARS)
 
 
 def _check_size(schema: Any, what: str, limits: SchemaLimits) -> int:

@@ -34,7 +34,9 @@ MAX_VALUES = 100_000
 INT_MIN = -(2**63)
 INT_MAX = 2**64 - 1
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""Lone surrogates: valid in a Python str, not in UTF-8 (JSON text) nor msgpack."""
+_SURROGATE = LONE_SURROGATE
 
 
 class NotJsonData(ValueError):
