@@ -32,6 +32,8 @@ from protocol.json_value import MAX_DEPTH, exceeds_depth, has_invalid_text
 JSON_SUBPROTOCOL = "wsserver.v1.json"
 MSGPACK_SUBPROTOCOL = "wsserver.v1.msgpack"
 SUBPROTOCOLS: tuple[str, ...] = (JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL)
+TOKEN_SUBPROTOCOL_PREFIX = "wsserver.token."
+"""A subprotocol entry carrying a client token, offered after the encoding; never selected."""
 
 
 class Codec(Protocol):

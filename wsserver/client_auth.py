@@ -20,9 +20,10 @@ from typing import Any
 from websockets.frames import Frame
 from websockets.typing import Subprotocol
 
+from protocol.encoding import TOKEN_SUBPROTOCOL_PREFIX
+
 API_KEY_ENV = "WSSERVER_API_KEY"
 CLIENT_TOKEN_ENV = "WSSERVER_CLIENT_TOKEN"
-TOKEN_SUBPROTOCOL_PREFIX = "wsserver.token."
 
 # RFC 7230 token characters: what a Sec-WebSocket-Protocol entry may hold.
 _TOKEN_CHARS = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

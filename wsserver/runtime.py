@@ -571,7 +571,7 @@ class SessionRuntime:
         """End a response whose worker is gone, with the usage the store had."""
         self.session.end_response(response, ResponseStatus.FAILED, reason=reason)
         # The store's text is all that survived; a client that saw more trims to it.
-        self.session.annotate_done(response, persisted_chars=len(response.generated_text()))
+        self.session.annotate_done(response, persisted_chars=response.generated_chars)
         self.persist()
 
     # -- timers ----------------------------------------------------------

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from urllib.parse import parse_qs
 
+from protocol.encoding import TOKEN_SUBPROTOCOL_PREFIX
 from wsserver.frontdoor.api_keys import ApiKeyTable
 from wsserver.frontdoor.client_tokens import TOKEN_PREFIX, ClientTokenSigner
 from wsserver.frontdoor.config import FrontDoorSettings, is_loopback
@@ -24,8 +25,6 @@ from wsserver.frontdoor.principal import ANONYMOUS, AuthMethod, Principal
 
 log = logging.getLogger("wsserver.frontdoor")
 
-TOKEN_SUBPROTOCOL_PREFIX = "wsserver.token."
-"""A subprotocol entry carrying a credential; never selected as the subprotocol."""
 CREDENTIAL_QUERY_KEYS = frozenset(
     {"token", "access_token", "api_key", "apikey", "key", "client_token", "authorization", "jwt"}
 )
