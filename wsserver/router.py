@@ -32,10 +32,10 @@ from urllib.parse import urlsplit
 
 from pydantic import ConfigDict, Field
 
-from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
+from wsserver.frontdoor.addresses import parse_networks
 from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
 from wsserver.frontdoor.config import FrontDoorSettings
-from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting, peer_host
+from wsserver.frontdoor.gate import FrontDoor, peer_host
 from wsserver.frontdoor.origin import OriginPolicy
 from wsserver.frontdoor.principal import Principal
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
@@ -97,25 +97,8 @@ class RouterSettings(FrontDoorSettings):
     tcp_user_timeout: float = Field(
         30.0, ge=0, description="seconds sent data may stay unacknowledged (Linux; 0 = off)"
     )
-    # The front door's first checks, before a worker is even picked (the worker repeats
-    # them, with its session quotas): docs/PROTOCOL.md, "Quotas and Origin".
-    allowed_origins: OriginsSetting = Field(
-        "",
-        description="comma-separated browser origins (scheme://host[:port], exact) that may "
-        "open websockets; empty: loopback pages only; '*': any. No Origin: always allowed",
-    )
-    trusted_proxies: NetworksSetting = Field(
-        LOOPBACK, description="addresses or networks whose X-Forwarded-For names the client"
-    )
-    quota_exempt: NetworksSetting = Field(
-        LOOPBACK, description="networks whose clients the handshake rate does not count"
-    )
-    handshakes_per_second_per_ip: float = Field(
-        20.0, gt=0, description="steady WebSocket handshakes per second per client address"
-    )
-    handshake_burst_per_ip: int = Field(
-        200, ge=0, description="handshakes per client address at once (0 = no limit)"
-    )
+    # The front door's first checks (Origin, handshake rate; the fields are in
+    # FrontDoorSettings) run before a worker is even picked; the worker repeats them.
 
     def front_door(self) -> FrontDoor:
         """The Origin allowlist and the handshake rate per address."""

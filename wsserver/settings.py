@@ -11,9 +11,9 @@ from pydantic import ConfigDict, Field
 from protocol.server_session import SessionLimits
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
-from wsserver.frontdoor.addresses import LOOPBACK, parse_networks
+from wsserver.frontdoor.addresses import parse_networks
 from wsserver.frontdoor.config import FrontDoorSettings
-from wsserver.frontdoor.gate import FrontDoor, NetworksSetting, OriginsSetting
+from wsserver.frontdoor.gate import FrontDoor
 from wsserver.frontdoor.origin import OriginPolicy
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
 from wsserver.store.base import StoreLimits
@@ -197,23 +197,8 @@ class Settings(FrontDoorSettings):
         ge=100,
         description="how far ahead of real time a client may send audio before chunks are dropped",
     )
-    # -- front door: Origin allowlist and quotas (docs/PROTOCOL.md, "Quotas and Origin")
-    allowed_origins: OriginsSetting = Field(
-        "",
-        description="comma-separated browser origins (scheme://host[:port], exact) that may "
-        "open websockets; empty: loopback pages only (localhost, 127.0.0.0/8, [::1]); '*': any. "
-        "Handshakes without Origin (non-browser clients) are always allowed",
-    )
-    trusted_proxies: NetworksSetting = Field(
-        LOOPBACK,
-        description="comma-separated addresses or networks (the router, an ingress) whose "
-        "X-Forwarded-For names the client; empty: trust none",
-    )
-    quota_exempt: NetworksSetting = Field(
-        LOOPBACK,
-        description="comma-separated networks whose anonymous clients no quota counts (the "
-        "demo and benchmarks on loopback); empty: none",
-    )
+    # -- front door quotas (docs/PROTOCOL.md, "Quotas and Origin"); Origin, trusted proxies
+    # and the handshake rate are in FrontDoorSettings, shared with the router.
     max_sessions_per_principal: int = Field(
         100, ge=0, description="concurrent sessions per principal on this worker (0 = no limit)"
     )
@@ -227,15 +212,6 @@ class Settings(FrontDoorSettings):
     )
     max_connections_per_ip: int = Field(
         1000, ge=0, description="concurrent connections per client address (0 = no limit)"
-    )
-    handshakes_per_second_per_ip: float = Field(
-        20.0, gt=0, description="steady WebSocket handshakes per second per client address"
-    )
-    handshake_burst_per_ip: int = Field(
-        200,
-        ge=0,
-        description="handshakes a client address may make at once above the steady rate, e.g. "
-        "reconnecting after a worker died (0 = no limit)",
     )
     messages_per_second_per_principal: float = Field(
         1000.0,

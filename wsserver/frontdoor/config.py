@@ -7,7 +7,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from wsserver.frontdoor.addresses import LOOPBACK
 from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.frontdoor.gate import NetworksSetting, OriginsSetting
 
 
 class FrontDoorSettings(BaseModel):
@@ -55,6 +57,34 @@ class FrontDoorSettings(BaseModel):
     admin_host: str = Field("127.0.0.1", description="address of the admin listener")
     tls_cert: str = Field("", description="PEM certificate chain: serve wss:// and https://")
     tls_key: str = Field("", description="PEM private key of --tls-cert")
+
+    # Origin allowlist, client addresses and handshake rate: docs/PROTOCOL.md, "Quotas and
+    # Origin". The same on workers and routers.
+    allowed_origins: OriginsSetting = Field(
+        "",
+        description="comma-separated browser origins (scheme://host[:port], exact) that may "
+        "open websockets; empty: loopback pages only (localhost, 127.0.0.0/8, [::1]); '*': any. "
+        "Handshakes without Origin (non-browser clients) are always allowed",
+    )
+    trusted_proxies: NetworksSetting = Field(
+        LOOPBACK,
+        description="comma-separated addresses or networks (the router, an ingress) whose "
+        "X-Forwarded-For names the client; empty: trust none",
+    )
+    quota_exempt: NetworksSetting = Field(
+        LOOPBACK,
+        description="comma-separated networks whose anonymous clients no quota counts (the "
+        "demo and benchmarks on loopback); empty: none",
+    )
+    handshakes_per_second_per_ip: float = Field(
+        20.0, gt=0, description="steady WebSocket handshakes per second per client address"
+    )
+    handshake_burst_per_ip: int = Field(
+        200,
+        ge=0,
+        description="handshakes a client address may make at once above the steady rate, e.g. "
+        "reconnecting after a worker died (0 = no limit)",
+    )
 
     def credentials_configured(self) -> bool:
         """Whether any credential source is set."""
