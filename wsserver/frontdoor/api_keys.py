@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 
 from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.frontdoor.principal import reserved_principal
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,8 @@ def check_principal_name(name: str) -> str:
     """``name`` if it can name a principal (letters, digits, ``._@:+-``, up to 128)."""
     if not _PRINCIPAL.match(name):
         raise ValueError(f"invalid principal name {name!r}: use letters, digits and ._@:+-")
+    if reserved_principal(name):
+        raise ValueError(f"principal name {name!r} is reserved")
     return name
 
 
@@ -82,6 +85,7 @@ def parse_keys_leniently(text: str) -> tuple[dict[str, KeyEntry], list[int]]:
         if (
             not colon
             or not _PRINCIPAL.match(name.strip())
+            or reserved_principal(name.strip())
             or not fields
             or not _HEX.match(fields[0].lower())
             or fields[1:] not in ([], ["admin"])

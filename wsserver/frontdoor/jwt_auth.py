@@ -14,7 +14,7 @@ from typing import Any
 import jwt
 
 from wsserver.frontdoor.errors import CredentialRejected, FrontDoorConfigError
-from wsserver.frontdoor.principal import AuthMethod, Principal
+from wsserver.frontdoor.principal import AuthMethod, Principal, reserved_principal
 
 HMAC_ALGORITHMS = frozenset({"HS256", "HS384", "HS512"})
 PUBLIC_KEY_ALGORITHMS = frozenset(
@@ -115,5 +115,7 @@ class JwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject or len(subject) > 128:
             raise CredentialRejected("JWT sub must be a non-empty string")
+        if reserved_principal(subject):
+            raise CredentialRejected("JWT sub names a reserved principal")
         # The same leeway as at the handshake, so a session.start just after it agrees.
         return Principal(subject, AuthMethod.JWT, expires_at=float(claims["exp"]) + LEEWAY_S)

@@ -9,6 +9,13 @@ ANONYMOUS_ID = "anonymous"
 """The principal of every request when authentication is off (``--auth none``)."""
 
 
+def reserved_principal(name: str) -> bool:
+    """Whether ``name`` may not name an authenticated principal: the open server's
+    principal, the quota key of anonymous clients (``anonymous@ADDRESS``), or a name with
+    the ``#`` that separates a client token's quota key from its principal."""
+    return name == ANONYMOUS_ID or name.startswith(ANONYMOUS_ID + "@") or "#" in name
+
+
 class AuthMethod(enum.StrEnum):
     """How a principal proved who it is."""
 

@@ -295,3 +295,14 @@ def test_redacting_filter_rewrites_messages_and_tracebacks(creds: Credentials) -
     RedactingFilter().filter(record)
     assert creds.alice_key not in record.getMessage()
     assert record.exc_text is not None and creds.bob_key not in record.exc_text
+
+
+@pytest.mark.parametrize("name", ["anonymous", "anonymous@198.51.100.7", "acme#tok"])
+def test_reserved_principal_names_are_refused_for_keys_and_jwts(
+    creds: Credentials, name: str
+) -> None:
+    with pytest.raises(ValueError, match=r"reserved|invalid"):
+        key_line(name, creds.alice_key)
+    verifier = JwtVerifier(secret=creds.jwt_secret, audience="wsserver")
+    with pytest.raises(CredentialRejected, match="reserved"):
+        verifier.verify(creds.hs256(name))
