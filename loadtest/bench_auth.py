@@ -249,7 +249,7 @@ def run(args: argparse.Namespace, log_dir: Path) -> dict[str, Any]:
     base = [
         sys.executable,
         "-m",
-        "wsserver.cli",
+        "wsserver.cli.main",
         "serve",
         "--host=127.0.0.1",
         "--port=0",

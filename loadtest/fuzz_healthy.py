@@ -1,6 +1,6 @@
 """The well-behaved side of the fuzz run: SDK sessions asking for answers, a health poller.
 
-Each healthy session is a :class:`wsserver.client.SessionClient` asking for one
+Each healthy session is a :class:`wsserver.client.session_client.SessionClient` asking for one
 answer after another while the fuzz lanes run. An answer counts as complete
 when it ends with exactly one ``response.done``, status ``completed``, and every
 sequenced event since the session opened arrived with ``seq`` one above the
@@ -21,7 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from loadtest.report import summarize
-from wsserver.client import SessionClient, SessionClosed
+from wsserver.client.session_client import SessionClient, SessionClosed
 
 ANSWER_TIMEOUT_S = 30.0
 

@@ -138,7 +138,7 @@ def worker_argv(extra: Sequence[str]) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "wsserver.cli",
+        "wsserver.cli.main",
         "serve",
         "--host=127.0.0.1",
         "--port=0",

@@ -55,7 +55,7 @@ def router_argv(store_url: str, extra: list[str]) -> list[str]:
     return [
         sys.executable,
         "-m",
-        "wsserver.cli",
+        "wsserver.cli.main",
         "router",
         "--host=127.0.0.1",
         "--port=0",

@@ -153,7 +153,7 @@ def worker_argv(
     return [
         sys.executable,
         "-m",
-        "wsserver.cli",
+        "wsserver.cli.main",
         "serve",
         "--host=127.0.0.1",
         "--port=0",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-WSSERVER = [sys.executable, "-m", "wsserver.cli"]
+WSSERVER = [sys.executable, "-m", "wsserver.cli.main"]
 
 
 def cli_env(**extra: str) -> dict[str, str]:

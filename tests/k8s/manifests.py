@@ -17,10 +17,10 @@ from unittest import mock
 import pytest
 import yaml
 
-from wsserver.cli import build_parser
+from wsserver.cli.main import build_parser
 from wsserver.frontdoor.api_keys import key_line, new_api_key
-from wsserver.router import RouterSettings
-from wsserver.settings import Settings
+from wsserver.router.server import RouterSettings
+from wsserver.worker.settings import Settings
 
 Doc = dict[str, Any]
 

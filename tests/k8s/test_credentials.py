@@ -45,9 +45,9 @@ from wsserver.frontdoor.client_tokens import ClientTokenSigner
 from wsserver.frontdoor.config import FrontDoorSettings, is_loopback
 from wsserver.frontdoor.origin import ANY, OriginPolicy
 from wsserver.frontdoor.principal import Principal
-from wsserver.router import Router, RouterSettings
-from wsserver.server import WorkerServer
-from wsserver.settings import Settings
+from wsserver.router.server import Router, RouterSettings
+from wsserver.worker.server import WorkerServer
+from wsserver.worker.settings import Settings
 
 IMAGE = "wsserver"
 # Every wsserver container of each deployment.

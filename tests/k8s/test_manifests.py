@@ -52,8 +52,8 @@ from tests.k8s.manifests import (
     worker_settings,
     workloads,
 )
-from wsserver.cli import build_parser
-from wsserver.settings import ENV_PREFIX, Settings
+from wsserver.cli.main import build_parser
+from wsserver.worker.settings import ENV_PREFIX, Settings
 
 # --- schema validation -----------------------------------------------------------------
 

@@ -23,23 +23,25 @@ def test_the_base_messages_are_valid() -> None:
 def test_scan_log_counts_tracebacks_by_their_exception() -> None:
     log = "\n".join(
         [
-            "2026-01-01 00:00:00,000 ERROR wsserver.connection: failed to handle ping 12",
+            "2026-01-01 00:00:00,000 ERROR wsserver.transport.websocket: failed to handle ping 12",
             "Traceback (most recent call last):",
             '  File "x.py", line 1, in f',
             "    raise TypeError('a')",
             "TypeError: a",
-            "2026-01-01 00:00:01,000 ERROR wsserver.connection: failed to handle ping 13",
+            "2026-01-01 00:00:01,000 ERROR wsserver.transport.websocket: failed to handle ping 13",
             "Traceback (most recent call last):",
             '  File "x.py", line 1, in f',
             "TypeError: a",
-            "2026-01-01 00:00:02,000 WARNING wsserver.server: slow",
+            "2026-01-01 00:00:02,000 WARNING wsserver.worker.server: slow",
         ]
     )
     scanned = scan_log(log)
     assert scanned["tracebacks"] == 2
     assert scanned["traceback_exceptions"] == {"TypeError: a": 2}
     assert scanned["log_lines_by_level"] == {"CRITICAL": 0, "ERROR": 2, "WARNING": 1}
-    assert scanned["log_messages"]["ERROR wsserver.connection: failed to handle ping N"] == 2
+    assert (
+        scanned["log_messages"]["ERROR wsserver.transport.websocket: failed to handle ping N"] == 2
+    )
 
 
 def _clean_results() -> dict[str, Any]:

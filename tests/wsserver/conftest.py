@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from wsserver.server import WorkerServer
-from wsserver.settings import Settings
+from wsserver.worker.server import WorkerServer
+from wsserver.worker.settings import Settings
 
 StartServer = Callable[..., Awaitable[WorkerServer]]
 

@@ -1,0 +1,1 @@
+"""Input audio: voice-activity detection and turn detection."""

@@ -1,0 +1,1 @@
+"""Engines: what generates a response (the interface, the simulated engine, scripted runs)."""

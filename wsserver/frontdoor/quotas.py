@@ -41,7 +41,7 @@ from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
 from wsserver.frontdoor.addresses import Network, address_key, in_networks, parse_address
 from wsserver.frontdoor.tables import ClientState, ClientTable
-from wsserver.ratelimit import TokenBucket
+from wsserver.frontdoor.token_bucket import TokenBucket
 
 CONNECTION_LIMIT = "connection_limit_reached"
 HANDSHAKE_RATE = "handshake_rate_limited"

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from wsserver.ratelimit import TokenBucket
+from wsserver.frontdoor.token_bucket import TokenBucket
 
 _SCAN = 4
 """Entries looked at per operation, oldest first: amortized eviction."""

@@ -1,0 +1,1 @@
+"""Session stores: the interface, the memory store and the Redis store side by side."""

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.wsserver.frontdoor.credentials import Credentials, make_credentials
-from wsserver.router import Router, RouterSettings
+from wsserver.router.server import Router, RouterSettings
 
 StartRouter = Callable[..., Awaitable[Router]]
 

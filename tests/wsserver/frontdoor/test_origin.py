@@ -9,8 +9,8 @@ from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.frontdoor.conftest import StartRouter, router_url
 from tests.wsserver.frontdoor.sources import connect_from, refused_from
 from wsserver.frontdoor.origin import OriginPolicy, normalize_origin, parse_origins
-from wsserver.router import RouterSettings
-from wsserver.settings import Settings
+from wsserver.router.server import RouterSettings
+from wsserver.worker.settings import Settings
 
 EVIL = "https://evil.example"
 APP = "https://app.example.com"

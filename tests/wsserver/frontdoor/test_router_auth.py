@@ -13,7 +13,7 @@ from tests.redis_server import free_port
 from tests.wsserver.conftest import StartServer
 from tests.wsserver.frontdoor.credentials import Credentials
 from tests.wsserver.frontdoor.http import connect_as, http, mint
-from wsserver.router import Router, RouterSettings
+from wsserver.router.server import Router, RouterSettings
 
 StartRouter = Callable[..., Awaitable[Router]]
 

@@ -8,7 +8,7 @@ from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.frontdoor.credentials import Credentials
 from tests.wsserver.frontdoor.http import mint
 from tests.wsserver.relay import ChoppingRelay
-from wsserver.client import AuthenticationError, Backoff, SessionClient
+from wsserver.client.session_client import AuthenticationError, Backoff, SessionClient
 
 
 def base_of(url: str) -> str:

@@ -15,7 +15,7 @@ from tests.processes import WorkerProcess, eventually
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.frontdoor.credentials import Credentials
 from tests.wsserver.frontdoor.http import connect_as, http, mint
-from tests.wsserver.test_router import RouterProcess
+from tests.wsserver.router.test_router import RouterProcess
 from wsserver.frontdoor.redaction import RedactingFilter
 
 

@@ -18,8 +18,8 @@ from tests.processes import eventually
 from tests.wsserver.conftest import StartServer
 from tests.wsserver.frontdoor.credentials import Credentials
 from tests.wsserver.frontdoor.http import connect_as, http
-from wsserver.client import SessionClient
-from wsserver.router import Router, RouterSettings
+from wsserver.client.session_client import SessionClient
+from wsserver.router.server import Router, RouterSettings
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from tests.redis_server import free_port
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.frontdoor.credentials import Credentials
 from tests.wsserver.frontdoor.http import connect_as, http, mint
-from wsserver.server import WorkerServer
+from wsserver.worker.server import WorkerServer
 
 
 def base_of(server: WorkerServer) -> str:

@@ -1,0 +1,1 @@
+"""The ``wsserver`` command: serve, route, chat, voice, keys, usage."""

@@ -1,0 +1,1 @@
+"""The worker registry: which workers are live, for placement by the router."""

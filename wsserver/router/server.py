@@ -1,0 +1,456 @@
+"""The router: puts each WebSocket connection on a worker, then relays its bytes.
+
+Per connection, in order:
+
+1. read the HTTP request head, bounded in size (``max_head_bytes``) and time
+   (``handshake_timeout``). No WebSocket library: frames are never parsed, so close
+   codes, pings and every message pass through untouched;
+2. answer ``/healthz`` and ``/readyz`` (open to probes); authenticate everything else
+   (:mod:`wsserver.frontdoor`: 401/403 before any worker is contacted); answer ``/stats``
+   (admin credential) and ``POST /v1/client_tokens``; any other non-upgrade request gets 400;
+3. order the candidate workers (:func:`placement_order`): the session's owner if it is
+   live, then rendezvous hashing over the live workers the background refresh last read;
+4. for each candidate: connect, forward the head, and read the worker's response head
+   before committing to it. ``101`` → splice; ``503`` (draining, full) or no answer →
+   next candidate; any other status is the worker's verdict on the request itself and
+   goes to the client as is;
+5. no candidate took it → ``503`` with ``Retry-After: 1``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import socket
+import ssl
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import ConfigDict, Field
+
+from wsserver.frontdoor.addresses import parse_networks
+from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
+from wsserver.frontdoor.config import FrontDoorSettings
+from wsserver.frontdoor.gate import FrontDoor, peer_host
+from wsserver.frontdoor.origin import OriginPolicy
+from wsserver.frontdoor.principal import Principal
+from wsserver.frontdoor.quotas import QuotaLimits, Quotas
+from wsserver.frontdoor.tls import client_context, server_context
+from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
+from wsserver.frontdoor.token_endpoint import mint_client_token
+from wsserver.registry.redis import RegistryUnavailable, WorkerInfo, WorkerRegistry, placement_order
+from wsserver.router.http import (
+    END_OF_HEAD,
+    RequestHead,
+    parse_request_head,
+    refuse,
+    respond,
+    response_status,
+    with_forwarded_for,
+)
+
+log = logging.getLogger("wsserver.router.server")
+
+ROUTER_ENV_PREFIX = "WSSERVER_ROUTER_"
+_CHUNK = 65536
+COUNTERS = (
+    "connections_relayed",
+    "active",
+    "refused",
+    "retries",
+    "worker_refusals",
+    "worker_failures",
+    "bad_requests",
+    "unauthorized",
+)
+
+
+class RouterSettings(FrontDoorSettings):
+    """Router settings. Each field is a ``--flag`` and a ``WSSERVER_ROUTER_FIELD`` variable.
+
+    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`;
+    the router checks credentials itself and forwards them, so workers check again.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = Field("127.0.0.1", description="address to listen on")
+    port: int = Field(8080, ge=0, le=65535, description="port to listen on (0 picks a free one)")
+    store: str = Field("redis://127.0.0.1:6379/0", description="the workers' Redis store")
+    store_timeout: float = Field(0.5, gt=0, description="seconds before a Redis call fails")
+    refresh_interval: float = Field(1.0, gt=0, description="seconds between worker list reads")
+    connect_timeout: float = Field(
+        2.0, gt=0, description="seconds for a worker to accept, and again to answer the upgrade"
+    )
+    handshake_timeout: float = Field(10.0, gt=0, description="seconds to send the request head")
+    max_head_bytes: int = Field(16384, ge=1024, description="largest HTTP request head")
+    max_attempts: int = Field(5, ge=1, description="workers tried per connection before 503")
+    linger_timeout: float = Field(
+        30.0, gt=0, description="seconds one direction may go on after the other closed"
+    )
+    # Without it, a vanished peer with unacknowledged data holds its connection and
+    # buffers for the kernel's ~15 minutes of retransmissions.
+    tcp_user_timeout: float = Field(
+        30.0, ge=0, description="seconds sent data may stay unacknowledged (Linux; 0 = off)"
+    )
+    # The front door's first checks (Origin, handshake rate; the fields are in
+    # FrontDoorSettings) run before a worker is even picked; the worker repeats them.
+
+    def front_door(self) -> FrontDoor:
+        """The Origin allowlist and the handshake rate per address."""
+        limits = QuotaLimits(
+            handshakes_per_second_per_ip=self.handshakes_per_second_per_ip,
+            handshake_burst_per_ip=self.handshake_burst_per_ip,
+            exempt=parse_networks(self.quota_exempt),
+        )
+        return FrontDoor(
+            OriginPolicy.from_text(self.allowed_origins),
+            Quotas(limits),
+            parse_networks(self.trusted_proxies),
+        )
+
+    worker_ca_file: str = Field(
+        "",
+        description="CA bundle that signs the certificates of wss:// workers "
+        "(default: the system's)",
+    )
+
+    @classmethod
+    def from_env(cls, overrides: dict[str, Any] | None = None) -> RouterSettings:
+        """Defaults, then ``WSSERVER_ROUTER_*`` variables, then explicit overrides."""
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = os.environ.get(ROUTER_ENV_PREFIX + name.upper())
+            if raw is not None:
+                values[name] = raw
+        values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+        return cls.model_validate(values, strict=False)
+
+
+class Router:
+    """Listens for clients and relays each one to a worker. ``start()``, then ``stop()``."""
+
+    def __init__(self, settings: RouterSettings, registry: WorkerRegistry | None = None) -> None:
+        self.settings = settings
+        self.registry = registry or WorkerRegistry(settings.store, timeout=settings.store_timeout)
+        self.workers: list[WorkerInfo] = []
+        """Live workers as of the last successful refresh (kept while Redis is down)."""
+        self.registry_up = False
+        self.front_door = settings.front_door()
+        self.counters = dict.fromkeys(COUNTERS, 0)
+        """Totals since start (``active``: relayed now), for ``/stats``."""
+        self._server: asyncio.Server | None = None
+        self._refresher: asyncio.Task[None] | None = None
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._closing = False
+        self._refreshed = False
+        self.authenticator = Authenticator.from_settings(settings, settings.host)
+        self.tls = (
+            server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
+        )
+        self._worker_tls: ssl.SSLContext | None = None
+        self._admin_server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        """Read the workers once, listen, and keep the worker list fresh."""
+        await self.refresh()
+        self._server = await asyncio.start_server(
+            self._accept,
+            self.settings.host,
+            self.settings.port,
+            limit=max(self.settings.max_head_bytes, _CHUNK),
+            backlog=2048,  # a dead worker's clients all come back at once
+            ssl=self.tls,
+            ssl_handshake_timeout=self.settings.handshake_timeout if self.tls else None,
+        )
+        if self.settings.admin_port:
+            self._admin_server = await asyncio.start_server(
+                self._accept_admin, self.settings.admin_host, self.settings.admin_port
+            )
+        self._refresher = asyncio.create_task(self._refresh_loop(), name="router refresh")
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful with ``port=0``)."""
+        assert self._server is not None, "router not started"
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        """Stop listening and cut every relayed connection (clients resume elsewhere)."""
+        self._closing = True
+        if self._admin_server is not None:
+            self._admin_server.close()
+            await self._admin_server.wait_closed()
+        if self._server is not None:
+            self._server.close()
+        tasks = [*self._connections, *([self._refresher] if self._refresher else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+        await self.registry.close()
+
+    async def refresh(self) -> None:
+        """Re-read the live workers; on failure keep routing with the last list."""
+        first, self._refreshed = not self._refreshed, True
+        try:
+            workers = await self.registry.live()
+        except RegistryUnavailable as exc:
+            if self.registry_up or first:  # log the transitions, not every failed refresh
+                log.warning("registry unavailable, keeping %d workers: %s", len(self.workers), exc)
+            self.registry_up = False
+            return
+        if not self.registry_up:
+            log.info("registry up: %d live workers", len(workers))
+        self.registry_up = True
+        self.workers = workers
+
+    async def _refresh_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.refresh_interval)
+            await self.refresh()
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for monitoring and tests."""
+        live = {"live_workers": len(self.workers), "registry_up": self.registry_up}
+        return {**self.counters, **live, "front_door": self.front_door.quotas.stats()}
+
+    # -- one connection ----------------------------------------------------
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if self._closing or task is None:
+            writer.transport.abort()
+            return
+        self._connections.add(task)
+        try:
+            _tune(writer, self.settings.tcp_user_timeout)
+            await self._serve(reader, writer)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+            raise
+        except Exception:
+            log.exception("router connection failed")
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                raw = await reader.readuntil(END_OF_HEAD)
+            if len(raw) > self.settings.max_head_bytes:
+                raise asyncio.LimitOverrunError("head too large", len(raw))
+            head = parse_request_head(raw)
+        except asyncio.LimitOverrunError:
+            return await self._reject(writer, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "head")
+        except ValueError as exc:
+            return await self._reject(writer, HTTPStatus.BAD_REQUEST, str(exc))
+        except (asyncio.IncompleteReadError, TimeoutError, OSError):
+            self.counters["bad_requests"] += 1  # gone or silent before a whole head: just close
+            return None
+        if not head.upgrade and head.method == "GET" and head.path in ("/healthz", "/readyz"):
+            return await self._probe(head.path, writer)
+        if not await self._front_door_admits(head, writer):
+            return None  # too fast, or a page of a foreign origin: before any credential check
+        found = self.authenticator.authenticate(
+            authorization=head.headers.get("authorization"),
+            subprotocols=head.headers.get("sec-websocket-protocol"),
+            query=urlsplit(head.target).query,
+        )
+        if isinstance(found, AuthRefusal):
+            self.counters["unauthorized"] += 1
+            return await refuse(writer, found)
+        if head.upgrade:
+            await self._relay(head, reader, writer)
+        elif head.path == CLIENT_TOKENS_PATH:
+            status, body = mint_client_token(
+                self.authenticator, self.settings, found, head.method, urlsplit(head.target).query
+            )
+            await respond(writer, status, body)
+        elif head.method == "GET" and head.path == "/stats":
+            await self._stats(found, writer)
+        else:
+            await self._reject(writer, HTTPStatus.BAD_REQUEST, "expected a websocket upgrade")
+        return None
+
+    async def _front_door_admits(self, head: RequestHead, writer: asyncio.StreamWriter) -> bool:
+        """Origin and handshake rate, before any worker is tried; answers a refusal."""
+        peer = peer_host(writer.get_extra_info("peername"))
+        forwarded = [head.headers["x-forwarded-for"]] if "x-forwarded-for" in head.headers else []
+        client = self.front_door.client(peer, forwarded, None)
+        origins = [head.headers["origin"]] if "origin" in head.headers else []
+        refusal = self.front_door.handshake(client, origins)
+        if refusal is None:
+            return True
+        retry = refusal.retry_after_header if refusal.retry_after else 0
+        await respond(writer, refusal.status, refusal.body(), retry=retry)
+        return False
+
+    async def _probe(self, path: str, writer: asyncio.StreamWriter) -> None:
+        if path == "/healthz":
+            return await respond(writer, HTTPStatus.OK, {"status": "ok"})
+        routable = sum(not w.draining for w in self.workers)
+        ready = self.registry_up and routable > 0
+        body = {"ready": ready, "registry": self.registry_up, "routable_workers": routable}
+        await respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
+        return None
+
+    async def _stats(self, principal: Principal, writer: asyncio.StreamWriter) -> None:
+        if not principal.admin:
+            return await refuse(writer, forbidden("stats needs an admin key"))
+        await respond(writer, HTTPStatus.OK, self.stats())
+        return None
+
+    async def _accept_admin(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """The admin listener: probes and ``/stats`` without credentials, nothing else."""
+        try:
+            async with asyncio.timeout(self.settings.handshake_timeout):
+                raw = await reader.readuntil(END_OF_HEAD)
+            head = parse_request_head(raw)
+            if head.path in ("/healthz", "/readyz"):
+                await self._probe(head.path, writer)
+            elif head.path == "/stats":
+                await respond(writer, HTTPStatus.OK, self.stats())
+            else:
+                await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
+        except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            pass
+        except TimeoutError:
+            pass
+        finally:
+            writer.close()
+
+    async def _reject(self, writer: asyncio.StreamWriter, status: HTTPStatus, error: str) -> None:
+        self.counters["bad_requests"] += 1
+        await respond(writer, status, {"error": error})
+
+    async def _relay(
+        self, head: RequestHead, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        owner, session_id = None, head.session_id
+        if session_id is not None and self.registry_up:
+            with contextlib.suppress(RegistryUnavailable):
+                owner = await self.registry.owner_of(session_id)
+        # A new session has no key yet: a random one spreads new sessions evenly.
+        key = session_id or secrets.token_hex(8)
+        candidates = placement_order(key, self.workers, owner)[: self.settings.max_attempts]
+        peer = writer.get_extra_info("peername")
+        forwarded = with_forwarded_for(head.raw, str(peer[0]) if peer else "unknown")
+        for attempt, worker in enumerate(candidates):
+            if attempt:
+                self.counters["retries"] += 1
+            upstream = await self._open(worker, forwarded)
+            if upstream is None:
+                continue
+            up_reader, up_writer, status, response = upstream
+            if status == 503:
+                self.counters["worker_refusals"] += 1
+                up_writer.transport.abort()
+                continue
+            writer.write(response)
+            if status == 101:
+                self.counters["connections_relayed"] += 1
+            await self._splice(reader, writer, up_reader, up_writer)
+            return
+        self.counters["refused"] += 1
+        # Every worker is full, draining or gone: the client backs off and retries.
+        await respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)
+
+    async def _open(
+        self, worker: WorkerInfo, head: bytes
+    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int, bytes] | None:
+        """Connect to ``worker``, send ``head``, read its response head; None if it failed."""
+        timeout = self.settings.connect_timeout
+        try:
+            host, port = worker.address
+            tls = self._worker_context() if worker.url.startswith("wss://") else None
+            async with asyncio.timeout(timeout):
+                up_reader, up_writer = await asyncio.open_connection(
+                    host, port, limit=_CHUNK, ssl=tls, server_hostname=host if tls else None
+                )
+        except (OSError, TimeoutError, ValueError) as exc:
+            self.counters["worker_failures"] += 1
+            log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
+            return None
+        try:
+            _tune(up_writer, self.settings.tcp_user_timeout)
+            up_writer.write(head)
+            async with asyncio.timeout(timeout):
+                await up_writer.drain()
+                response = await up_reader.readuntil(END_OF_HEAD)
+            return up_reader, up_writer, response_status(response), response
+        except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
+            self.counters["worker_failures"] += 1
+            log.info("worker %s did not answer: %s", worker.worker_id, exc or type(exc).__name__)
+        except BaseException:
+            up_writer.transport.abort()
+            raise
+        up_writer.transport.abort()
+        return None
+
+    def _worker_context(self) -> ssl.SSLContext:
+        """TLS to wss:// workers, verified against ``--worker-ca-file`` or the system's CAs."""
+        if self._worker_tls is None:
+            self._worker_tls = client_context(self.settings.worker_ca_file)
+        return self._worker_tls
+
+    async def _splice(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        up_reader: asyncio.StreamReader,
+        up_writer: asyncio.StreamWriter,
+    ) -> None:
+        """Copy both ways until both sides closed; an error on either side ends both."""
+        self.counters["active"] += 1
+        pumps = [
+            asyncio.create_task(_pump(reader, up_writer)),
+            asyncio.create_task(_pump(up_reader, writer)),
+        ]
+        try:
+            done, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            if pending and all(task.exception() is None for task in done):
+                # Half-closed: the other side may still be sending (its close frame, the
+                # rest of a response). Bounded, so a peer that never closes cannot pin us.
+                await asyncio.wait(pending, timeout=self.settings.linger_timeout)
+        except asyncio.CancelledError:
+            up_writer.transport.abort()
+            raise
+        finally:
+            self.counters["active"] -= 1
+            for task in pumps:
+                task.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+            up_writer.close()
+
+
+def _tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
+    sock = writer.get_extra_info("socket")
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if user_timeout and hasattr(socket, "TCP_USER_TIMEOUT"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
+
+
+async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    """Copy ``src`` to ``dst`` with backpressure, then half-close ``dst``."""
+    while data := await src.read(_CHUNK):
+        dst.write(data)
+        await dst.drain()
+    if dst.is_closing():
+        return
+    if dst.can_write_eof():
+        with contextlib.suppress(OSError):
+            dst.write_eof()
+    else:
+        # TLS has no half-close; without this the peer waits out its close timeout.
+        dst.close()

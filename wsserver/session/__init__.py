@@ -1,0 +1,1 @@
+"""The live session on a worker: executes the session core's effects with tasks and timers."""

@@ -1,0 +1,1 @@
+"""How the runtime reaches a client: the Transport interface and its WebSocket implementation."""

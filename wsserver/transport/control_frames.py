@@ -1,0 +1,54 @@
+"""A cap on the WebSocket control frames (pings, unasked pongs) a client may send.
+
+The WebSocket layer answers every ping with a pong by itself, before any of our
+code sees a message: a client that floods pings and never reads would make the
+worker queue pongs without bound, and pings are not messages, so the per-connection
+message rate never sees them. Past the cap the connection is closed with 4005.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.frames import Frame, Opcode
+from websockets.protocol import Event
+
+from protocol.codes import CloseCode
+from wsserver.frontdoor.token_bucket import TokenBucket
+
+
+def control_frame_limited(rate: float, burst: int) -> type[ServerConnection]:
+    """A connection class that closes a peer sending more than ``rate`` control frames a
+    second on average (``burst`` at once) with 4005 ``flood``."""
+
+    class ControlFrameLimitedConnection(ServerConnection):
+        """A server connection that counts the peer's pings and pongs."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._control_frames = TokenBucket(rate, burst, self.loop.time())
+            self._closing_flood: asyncio.Task[None] | None = None
+
+        def process_event(self, event: Event) -> None:
+            if (
+                isinstance(event, Frame)
+                and self._unasked(event)
+                and self._closing_flood is None
+                and not self._control_frames.take(self.loop.time())
+            ):
+                # The pongs already queued go out first; none is answered once the
+                # close frame is sent.
+                self._closing_flood = self.loop.create_task(
+                    self.close(CloseCode.FLOOD, "too many pings")
+                )
+            super().process_event(event)
+
+        def _unasked(self, frame: Frame) -> bool:
+            """A ping, or a pong that answers none of our pings (heartbeats don't count)."""
+            if frame.opcode is Opcode.PING:
+                return True
+            return frame.opcode is Opcode.PONG and bytes(frame.data) not in self.pending_pings
+
+    return ControlFrameLimitedConnection

@@ -1,0 +1,1 @@
+"""The worker process: accepts connections, serves HTTP endpoints, drains on SIGTERM."""

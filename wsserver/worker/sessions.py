@@ -1,0 +1,302 @@
+"""Opening, resuming and taking over sessions on this worker."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections import OrderedDict
+from typing import Any
+
+import msgpack
+
+from protocol.codes import ErrorCode
+from protocol.errors import ProtocolViolation, ResumeRefused
+from protocol.events import event_from_message
+from protocol.messages import SessionResume, SessionStart
+from protocol.server_session import ResponseState, ServerSession, SessionLimits
+from protocol.snapshot import (
+    ConversationSnapshot,
+    StreamSnapshot,
+    conversation_snapshot,
+    restore_session,
+    stream_snapshot,
+)
+from protocol.tool_loop import CallState, ToolCallState
+from wsserver.frontdoor.principal import ANONYMOUS_ID
+from wsserver.session.runtime import RuntimeContext, SessionRuntime
+from wsserver.store.base import (
+    LogSlice,
+    SessionRecord,
+    SessionStore,
+    SessionStoreUnavailable,
+    ToolCallStatus,
+    hash_token,
+    new_resume_token,
+    token_matches,
+)
+
+log = logging.getLogger(__name__)
+
+_ENDED_MEMORY = 10_000
+
+
+def _unavailable(what: str) -> ProtocolViolation:
+    return ProtocolViolation(
+        ErrorCode.STORE_UNAVAILABLE, f"session store unavailable: cannot {what} now; retry"
+    )
+
+
+class SessionManager:
+    """The sessions this worker runs, and how they come and go."""
+
+    def __init__(self, store: SessionStore, context_factory: Any, limits: SessionLimits) -> None:
+        self.store = store
+        self._context: RuntimeContext = context_factory(self)
+        self.limits = limits
+        self.sessions: dict[str, SessionRuntime] = {}
+        self.takeovers = 0
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        """Recently ended sessions: refused at once, before the store has deleted them."""
+
+    @property
+    def worker_id(self) -> str:
+        """This worker's name in the store."""
+        return self._context.worker_id
+
+    # -- new sessions ------------------------------------------------------
+
+    async def open(
+        self, message: SessionStart, principal: str = ANONYMOUS_ID
+    ) -> tuple[SessionRuntime, str]:
+        """Create a session owned by ``principal``; its runtime and resume token (shown once)."""
+        limits = self.limits
+        settings = message.settings
+        if settings is not None and settings.max_output_tokens is not None:
+            wanted = min(settings.max_output_tokens, limits.max_output_tokens)
+            limits = SessionLimits(**{**limits.to_dict(), "max_output_tokens": wanted})
+        if settings is not None and settings.tool_timeout_ms is not None:
+            limits = SessionLimits(
+                **{**limits.to_dict(), "tool_timeout_ms": settings.tool_timeout_ms}
+            )
+        session_id = "sess_" + secrets.token_urlsafe(16)
+        token = new_resume_token()
+        session = ServerSession(session_id, limits, message.instructions)
+        if message.audio is not None:
+            session.audio = message.audio.model_dump()
+        if message.tools:
+            session.tools.set_tools([t.model_dump() for t in message.tools])
+        record = SessionRecord(
+            session_id,
+            hash_token(token),
+            time.time(),
+            owner=self.worker_id,
+            conversation=conversation_snapshot(session).to_dict(),
+            stream=stream_snapshot(session).to_dict(),
+            principal=principal,
+        )
+        try:
+            await self.store.create(record)
+        except SessionStoreUnavailable:
+            raise _unavailable("open a session") from None
+        runtime = SessionRuntime(
+            session, self._context, token_hash=record.token_hash, epoch=1, principal=principal
+        )
+        runtime.journal.conversation_version = session.conversation.version
+        self.sessions[session_id] = runtime
+        return runtime, token
+
+    # -- resume ------------------------------------------------------------
+
+    async def resume(self, message: SessionResume, principal: str = ANONYMOUS_ID) -> SessionRuntime:
+        """The runtime to re-attach: local, or taken over from the store.
+
+        A session another principal opened is answered exactly like one that does
+        not exist (``unknown_session``), checked before the resume token: nobody
+        learns whether a session id exists, or whether they guessed its token.
+        """
+        if message.session_id in self._ended:
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+        local = self.sessions.get(message.session_id)
+        try:
+            record = await self.store.get(message.session_id)
+        except SessionStoreUnavailable:
+            # Live sessions keep working without the store: check the token locally.
+            if (
+                local is not None
+                and local.principal == principal
+                and token_matches(message.resume_token, local.token_hash)
+            ):
+                return local
+            raise _unavailable("resume a session held by another worker") from None
+        if record is None:
+            if local is not None:
+                local.moved()
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+        if record.principal != principal:
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+        if not token_matches(message.resume_token, record.token_hash):
+            raise ResumeRefused(ErrorCode.INVALID_RESUME_TOKEN, "resume token does not match")
+        if local is not None and not local.closed and local.epoch == record.epoch:
+            self._check_replay(local.session, message.last_seq)
+            return local
+        # Refuse before claiming: a resume that cannot succeed must not take the
+        # session away from a live owner.
+        try:
+            self._check_stored_replay(
+                record,
+                await self.store.read_log(message.session_id, message.last_seq),
+                message.last_seq,
+            )
+        except SessionStoreUnavailable:
+            raise _unavailable("resume a session held by another worker") from None
+        if local is not None:
+            # Our copy is stale: another worker owned it since.
+            local.moved()
+        return await self._take_over(message)
+
+    def _check_stored_replay(
+        self, record: SessionRecord, log_slice: LogSlice, last_seq: int
+    ) -> None:
+        stream = StreamSnapshot.from_dict(record.stream)
+        missing_from = last_seq + 1
+        if missing_from <= stream.last_seq and log_slice.first_seq > missing_from:
+            conversation = ConversationSnapshot.from_dict(record.conversation)
+            raise ResumeRefused(
+                ErrorCode.REPLAY_UNAVAILABLE,
+                f"events {missing_from}..{log_slice.first_seq - 1} are no longer stored",
+                details={"snapshot": conversation.public()},
+            )
+        # A client may hold events its dead worker never persisted, but never more
+        # than a worker keeps unpersisted.
+        if last_seq > stream.last_seq + self.limits.replay_max_events:
+            raise ResumeRefused(
+                ErrorCode.INVALID_SEQ,
+                f"last_seq {last_seq} is ahead of the session (last stored {stream.last_seq})",
+            )
+
+    def _check_replay(self, session: ServerSession, last_seq: int) -> None:
+        try:
+            session.replay_after(last_seq)
+        except ResumeRefused as refusal:
+            refusal.details = {"snapshot": conversation_snapshot(session).public()}
+            raise
+
+    async def _take_over(self, message: SessionResume) -> SessionRuntime:
+        session_id = message.session_id
+        try:
+            claimed = await self.store.claim(session_id, self.worker_id)
+            if claimed is None:
+                raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
+            log_slice = await self.store.read_log(session_id, message.last_seq)
+        except SessionStoreUnavailable:
+            raise _unavailable("resume a session held by another worker") from None
+        # Checked again after the claim: the old owner may have trimmed in between.
+        self._check_stored_replay(claimed, log_slice, message.last_seq)
+        conversation = ConversationSnapshot.from_dict(claimed.conversation)
+        stream = StreamSnapshot.from_dict(claimed.stream)
+        events = [
+            event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
+            for _, payload in log_slice.events
+        ]
+        session, lost = restore_session(
+            session_id,
+            conversation,
+            stream,
+            events,
+            client_last_seq=message.last_seq,
+            partial_text=claimed.partial_text,
+        )
+        runtime = SessionRuntime(
+            session,
+            self._context,
+            token_hash=claimed.token_hash,
+            epoch=claimed.epoch,
+            principal=claimed.principal,
+        )
+        runtime.journal.conversation_version = conversation.version
+        if message.last_seq > stream.last_seq:
+            # The client saw events its old worker never stored: they are lost.
+            runtime.lost_after_seq = stream.last_seq
+        self.sessions[session_id] = runtime
+        self.takeovers += 1
+        await self._adopt_tool_calls(runtime, lost)
+        if lost is not None:
+            # The old owner is dead (no lease) or was overtaken; either way it is done.
+            reason = "session_moved" if claimed.owner_live else "worker_lost"
+            runtime.end_lost_response(lost, reason)
+        log.info(
+            "took over %s at epoch %d from %s (%s)",
+            session_id,
+            claimed.epoch,
+            claimed.owner,
+            "live" if claimed.owner_live else "lease expired",
+        )
+        return runtime
+
+    async def _adopt_tool_calls(self, runtime: SessionRuntime, lost: ResponseState | None) -> None:
+        """Know the calls the old owner emitted, so results and resumes find them.
+
+        The client may have the lost response's calls before the old owner's batch
+        with their round reached the store: the ledger has them (written first), the
+        stored history does not. Those join the history when the lost response ends.
+        """
+        try:
+            records = await self.store.tool_calls(runtime.session_id)
+        except SessionStoreUnavailable:
+            log.warning("tool calls of %s unavailable at takeover", runtime.session_id)
+            return
+        session = runtime.session
+        in_history = {c.call_id for t in session.conversation.turns for c in t.tool_calls}
+        for record in records:
+            # Round -1: the old owner's rounds are over; a call in the history (or
+            # trimmed from it) is never recorded again. A call of the lost response
+            # the history lacks takes that response's round, so its end records it.
+            unrecorded = (
+                lost is not None
+                and record.response_id == lost.id
+                and record.call_id not in in_history
+            )
+            round = lost.generations if unrecorded and lost is not None else -1
+            call = ToolCallState(record.call_id, record.name, record.response_id, round=round)
+            call.text = [record.arguments]
+            call.arguments = json.loads(record.arguments)
+            if record.status is ToolCallStatus.PENDING:
+                call.state = CallState.EMITTED
+            elif record.status is ToolCallStatus.COMPLETED:
+                call.state = CallState.ANSWERED
+                call.output = json.loads(record.output) if record.output is not None else None
+                call.error = record.error
+            else:
+                call.state = CallState.TIMED_OUT
+            session.tools.adopt(call)
+
+    # -- endings -------------------------------------------------------------
+
+    def session_ended(self, runtime: SessionRuntime, *, remove_from_store: bool) -> None:
+        """Forget a runtime; an ended session leaves the store too (its ledger stays)."""
+        if self.sessions.get(runtime.session_id) is runtime:
+            del self.sessions[runtime.session_id]
+        if remove_from_store:
+            self._ended[runtime.session_id] = None
+            while len(self._ended) > _ENDED_MEMORY:
+                self._ended.popitem(last=False)
+            # Deleted by the writer with the session's last events and usage, and
+            # retried like any write while the store is unreachable.
+            runtime.journal.remove = True
+            runtime.persist()
+
+    async def renew_leases(self) -> None:
+        """Keep ownership of every local session; give up the ones taken over."""
+        runtimes = list(self.sessions.values())
+        leases = [(r.session_id, r.epoch, self.worker_id) for r in runtimes]
+        try:
+            result = await self.store.renew(leases)
+        except SessionStoreUnavailable:
+            return
+        for runtime in runtimes:
+            if runtime.session_id in result.stale:
+                runtime.moved()
+            elif runtime.session_id in result.gone:
+                runtime.record_lost()
