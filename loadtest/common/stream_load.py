@@ -10,11 +10,12 @@ from typing import Any
 
 import psutil
 
-from loadtest.common.clients import ConnectPlan, StreamPlan, stream_client_main
+from loadtest.common.clients import ConnectPlan
 from loadtest.common.config import StreamLoadConfig, expected_duty
 from loadtest.common.pool import ClientPool, split
 from loadtest.common.report import merge_counts, summarize
 from loadtest.common.servers import ServerProcess
+from loadtest.common.stream_client import StreamPlan, stream_client_main
 
 # -- phase 1+2: streaming ---------------------------------------------------------
 

@@ -4,7 +4,8 @@ Each generator returns a :class:`Batch`: the encoding of the connection, the
 ``session.start`` it sends first (or none), and the frames. The categories are
 the ones the issue names; :data:`CATEGORIES` gives each its share of the inputs.
 Binary-frame cases are in :mod:`loadtest.fuzz.binary`, schema cases in
-:mod:`loadtest.fuzz.schemas`, framing and ordering cases in :mod:`loadtest.fuzz.sequences`.
+:mod:`loadtest.fuzz.schemas`, deep nesting in :mod:`loadtest.fuzz.nesting`, framing and
+ordering cases in :mod:`loadtest.fuzz.sequences`.
 """
 
 from __future__ import annotations
@@ -231,78 +232,6 @@ def truncated(rng: random.Random, ctx: FuzzContext) -> Batch:
             whole = msgpack.packb(message, use_bin_type=True)
             batch.frames.append(Frame(OP_BINARY, whole[: rng.randrange(1, len(whole))]))
     return batch
-
-
-def _nested_json(depth: int, kind: str) -> str:
-    return "[" * depth + "]" * depth if kind == "array" else '{"a":' * depth + "1" + "}" * depth
-
-
-def _nested_msgpack(depth: int, kind: str) -> bytes:
-    return (b"\x91" * depth if kind == "array" else b"\x81\xa1a" * depth) + b"\xc0"
-
-
-def deep_nesting(rng: random.Random, ctx: FuzzContext) -> Batch:
-    """Arrays and objects nested deep, as the whole frame and inside fields."""
-    encoding = rng.choice(("json", "msgpack"))
-    batch = Batch("deep_nesting", encoding, SESSION_START)
-    for _ in range(20):
-        depth = rng.choice((32, 100, 200, 500, 1000, 3000, 10_000, 100_000))
-        kind = rng.choice(("array", "object"))
-        where = rng.choice(("frame", "id", "output", "schema", "parameters"))
-        if encoding == "json":
-            nest = _nested_json(depth, kind)
-            wrapped = {
-                "frame": nest,
-                "id": '{"type":"ping","id":' + nest + "}",
-                "output": '{"type":"tool.result","call_id":"c","output":' + nest + "}",
-                "schema": '{"type":"response.create","input":"x","response_format":'
-                '{"type":"json_schema","schema":{"type":"object","properties":{"a":'
-                + nest
-                + "}}}}",
-                "parameters": '{"type":"session.update","tools":[{"name":"t","parameters":'
-                + nest
-                + "}]}",
-            }[where]
-            batch.frames.append(Frame(OP_TEXT, wrapped.encode()))
-        else:
-            nest_bytes = _nested_msgpack(min(depth, 4000), kind)
-            shell = {
-                "frame": None,
-                "id": {"type": "ping", "id": PLACEHOLDER},
-                "output": {"type": "tool.result", "call_id": "c", "output": PLACEHOLDER},
-                "schema": {
-                    "type": "response.create",
-                    "input": "x",
-                    "response_format": {"type": "json_schema", "schema": PLACEHOLDER},
-                },
-                "parameters": {
-                    "type": "session.update",
-                    "tools": [{"name": "t", "parameters": PLACEHOLDER}],
-                },
-            }[where]
-            if shell is None:
-                payload = nest_bytes
-            else:
-                packed = msgpack.packb(shell, use_bin_type=True)
-                payload = packed.replace(b"\xa3" + PLACEHOLDER.encode(), nest_bytes)
-            batch.frames.append(Frame(OP_BINARY, payload))
-    # A schema nested deep in a valid shape (properties of properties ...).
-    schema: dict[str, Any] = {"type": "object"}
-    for _ in range(rng.choice((60, 150, 400))):
-        schema = {"type": "object", "properties": {"a": schema}}
-    for message in (
-        {"type": "response.create", "input": "x", "response_format": _format(schema)},
-        {"type": "session.update", "tools": [{"name": "t", "parameters": schema}]},
-    ):
-        frame = frame_of(message, encoding)
-        if frame is not None:
-            batch.frames.append(frame)
-    batch.response_wait_s = 3.0
-    return batch
-
-
-def _format(schema: Any) -> dict[str, Any]:
-    return {"type": "json_schema", "schema": schema}
 
 
 def invalid_utf8(rng: random.Random, ctx: FuzzContext) -> Batch:

@@ -23,7 +23,6 @@ from loadtest.fuzz.cases import (
     Batch,
     CaseMaker,
     FuzzContext,
-    deep_nesting,
     frame_of,
     huge_strings,
     invalid_json,
@@ -34,6 +33,7 @@ from loadtest.fuzz.cases import (
     unknown_types,
     wrong_types,
 )
+from loadtest.fuzz.nesting import deep_nesting
 from loadtest.fuzz.schemas import schema_huge, schema_remote_ref, schema_self_ref
 from loadtest.fuzz.sequences import flood, out_of_order, resume_attack, ws_frames
 from loadtest.fuzz.wire import FuzzConnection, HandshakeRefused, open_fuzz_connection
