@@ -12,6 +12,7 @@ from loadtest.auth.__main__ import build_parser as auth_parser
 from loadtest.common.config import REPORTS, LoadConfig, StreamLoadConfig
 from loadtest.fuzz.__main__ import build_parser as fuzz_parser
 from loadtest.fuzz.__main__ import resolve_config as fuzz_config
+from loadtest.partial_json.__main__ import build_parser as partial_json_parser
 from loadtest.router.config import build_parser as router_parser
 from loadtest.router.config import resolve_config as router_config
 from loadtest.slow_consumer.__main__ import build_parser as slow_consumer_parser
@@ -30,6 +31,7 @@ PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
     "auth": auth_parser,
     "slow_consumer": slow_consumer_parser,
     "fuzz": fuzz_parser,
+    "partial_json": partial_json_parser,
 }
 
 LOADS: dict[str, Callable[[argparse.Namespace], LoadConfig]] = {
