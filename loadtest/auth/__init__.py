@@ -1,0 +1,1 @@
+"""The handshake cost of authentication, beside no authentication."""

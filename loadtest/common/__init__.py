@@ -1,0 +1,1 @@
+"""What every benchmark shares: configuration, processes, wire client, streaming load, reports."""

@@ -1,0 +1,1 @@
+"""Malformed input against a live worker: crashes, tracebacks, undocumented closes."""

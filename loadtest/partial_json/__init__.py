@@ -1,0 +1,1 @@
+"""Our incremental partial-JSON parser against re-parsing with pydantic's jiter."""

@@ -1,0 +1,1 @@
+"""Worker RSS per stalled session against the configured bounds."""

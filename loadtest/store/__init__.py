@@ -1,0 +1,1 @@
+"""The Redis session store against the memory store, and the reconnect storm."""

@@ -1,0 +1,1 @@
+"""How many real-time voice sessions one worker sustains."""
