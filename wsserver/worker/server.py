@@ -33,7 +33,8 @@ from wsserver.frontdoor.quotas import Client, Refusal
 from wsserver.frontdoor.tls import server_context
 from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
-from wsserver.registry.redis import RegistryUnavailable, WorkerInfo, WorkerRegistry
+from wsserver.registry.base import RegistryUnavailable, WorkerInfo, WorkerRegistry
+from wsserver.registry.selector import open_registry
 from wsserver.session.persistence import Persister
 from wsserver.session.runtime import Departure, RuntimeContext, SessionRuntime
 from wsserver.store.base import SessionStore, SessionStoreUnavailable
@@ -152,10 +153,11 @@ class WorkerServer:
         ]
         if self.store.shared:
             # Routers find workers in the same Redis as the sessions.
-            self.registry = WorkerRegistry(
+            self.registry = open_registry(
                 settings.store,
                 ttl=settings.registry_interval * 3,
                 timeout=settings.store_timeout,
+                sessions=self.store,
             )
             self._loops.append(asyncio.create_task(self._registry_loop(), name="registry"))
 
