@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wsserver.engine.base import Engine
+from wsserver.engine.base import Engine, EngineError
+
+
+class UnknownEngine(EngineError, ValueError):
+    """A name that is not one of :data:`ENGINE_NAMES`."""
+
 
 ENGINE_NAMES = ("simulated",)
 """Engines a worker can be configured with."""
@@ -33,7 +38,7 @@ class EngineOptions:
 
 
 def open_engine(name: str, options: EngineOptions | None = None) -> Engine:
-    """The engine called ``name``, built with ``options``; ``ValueError`` for another name."""
+    """The engine called ``name``, built with ``options``; else :class:`UnknownEngine`."""
     options = options or EngineOptions()
     if name == "simulated":
         from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
@@ -47,4 +52,4 @@ def open_engine(name: str, options: EngineOptions | None = None) -> Engine:
                 answer_tokens=options.answer_tokens,
             )
         )
-    raise ValueError(f"unknown engine {name!r}: use one of {', '.join(ENGINE_NAMES)}")
+    raise UnknownEngine(f"unknown engine {name!r}: use one of {', '.join(ENGINE_NAMES)}")

@@ -23,6 +23,10 @@ class RegistryUnavailable(RegistryError):
     """The registry's backend did not answer in time, or refused the call."""
 
 
+class UnknownRegistry(RegistryError, ValueError):
+    """A URL that names no registry this server has (or one a router cannot share)."""
+
+
 @dataclass(frozen=True)
 class WorkerInfo:
     """What a worker tells the routers about itself, every heartbeat."""

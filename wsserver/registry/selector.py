@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wsserver.registry.base import WorkerRegistry
+from wsserver.registry.base import UnknownRegistry, WorkerRegistry
 from wsserver.store.base import SessionStore
 
 
@@ -17,11 +17,11 @@ def open_registry(
 
     A memory registry is only seen by its own process: a router, which runs apart
     from the workers, must name their Redis, so ``memory`` without ``sessions`` is
-    refused.
+    refused (:class:`UnknownRegistry`, as is any other URL).
     """
     if url == "memory":
         if sessions is None:
-            raise ValueError(
+            raise UnknownRegistry(
                 "a memory registry serves one process: name the workers' store, "
                 "redis://HOST:PORT/DB"
             )
@@ -32,4 +32,4 @@ def open_registry(
         from wsserver.registry.redis import RedisWorkerRegistry
 
         return RedisWorkerRegistry(url, ttl=ttl, timeout=timeout)
-    raise ValueError(f"unknown registry {url!r}: use 'memory' or redis://HOST:PORT/DB")
+    raise UnknownRegistry(f"unknown registry {url!r}: use 'memory' or redis://HOST:PORT/DB")

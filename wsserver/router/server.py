@@ -38,6 +38,7 @@ from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
 from wsserver.registry.base import RegistryUnavailable, WorkerInfo, WorkerRegistry
 from wsserver.registry.selector import open_registry
+from wsserver.router.errors import MalformedHead
 from wsserver.router.http import (
     END_OF_HEAD,
     RequestHead,
@@ -198,7 +199,7 @@ class Router:
             head = parse_request_head(raw)
         except asyncio.LimitOverrunError:
             return await self._reject(writer, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "head")
-        except ValueError as exc:
+        except MalformedHead as exc:
             return await self._reject(writer, HTTPStatus.BAD_REQUEST, str(exc))
         except (asyncio.IncompleteReadError, TimeoutError, OSError):
             self.counters["bad_requests"] += 1  # gone or silent before a whole head: just close
@@ -270,7 +271,7 @@ class Router:
                 await respond(writer, HTTPStatus.OK, self.stats())
             else:
                 await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
-        except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+        except (MalformedHead, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         except TimeoutError:
             pass

@@ -11,47 +11,55 @@ from collections.abc import Callable
 
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine
-from wsserver.engine.selector import EngineOptions, open_engine
+from wsserver.engine.selector import EngineOptions, UnknownEngine, open_engine
 from wsserver.frontdoor.addresses import parse_networks
 from wsserver.frontdoor.gate import FrontDoor
 from wsserver.frontdoor.origin import OriginPolicy
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
-from wsserver.registry.base import WorkerRegistry
+from wsserver.registry.base import UnknownRegistry, WorkerRegistry
 from wsserver.registry.selector import open_registry
-from wsserver.store.base import SessionStore
+from wsserver.store.base import SessionStore, UnknownStore
 from wsserver.store.selector import open_store
+from wsserver.worker.errors import WorkerConfigError
 from wsserver.worker.settings import Settings
 
 
 def engine_of(settings: Settings) -> Engine:
     """The engine ``--engine`` names, with its speed and capacity flags."""
-    return open_engine(
-        settings.engine,
-        EngineOptions(
-            decode_rate=settings.decode_rate,
-            slots=settings.engine_slots,
-            max_queue=settings.engine_queue,
-            prefill_per_token_ms=settings.prefill_per_token_ms,
-            answer_tokens=settings.answer_tokens,
-        ),
+    options = EngineOptions(
+        decode_rate=settings.decode_rate,
+        slots=settings.engine_slots,
+        max_queue=settings.engine_queue,
+        prefill_per_token_ms=settings.prefill_per_token_ms,
+        answer_tokens=settings.answer_tokens,
     )
+    try:
+        return open_engine(settings.engine, options)
+    except UnknownEngine as exc:
+        raise WorkerConfigError(f"--engine: {exc}") from exc
 
 
 def store_of(settings: Settings) -> SessionStore:
     """The session store ``--store`` names."""
-    return open_store(settings.store, settings.store_limits(), timeout=settings.store_timeout)
+    try:
+        return open_store(settings.store, settings.store_limits(), timeout=settings.store_timeout)
+    except UnknownStore as exc:
+        raise WorkerConfigError(f"--store: {exc}") from exc
 
 
 def registry_of(settings: Settings, sessions: SessionStore) -> WorkerRegistry:
     """The registry routers read, in the same place as the sessions (``--store``)."""
-    return open_registry(
-        settings.store,
-        # Lapses three intervals after the last entry: a killed worker disappears from
-        # routers' lists without anyone cleaning up.
-        ttl=settings.registry_interval * 3,
-        timeout=settings.store_timeout,
-        sessions=sessions,
-    )
+    try:
+        return open_registry(
+            settings.store,
+            # Lapses three intervals after the last entry: a killed worker disappears
+            # from routers' lists without anyone cleaning up.
+            ttl=settings.registry_interval * 3,
+            timeout=settings.store_timeout,
+            sessions=sessions,
+        )
+    except UnknownRegistry as exc:
+        raise WorkerConfigError(f"--store: {exc}") from exc
 
 
 def check_detector(settings: Settings) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from wsserver.engine.selector import ENGINE_NAMES, EngineOptions, open_engine
+from wsserver.engine.base import EngineError
+from wsserver.engine.selector import ENGINE_NAMES, EngineOptions, UnknownEngine, open_engine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
 
@@ -27,5 +28,6 @@ def test_defaults_are_the_simulated_engines() -> None:
 
 def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
     assert ENGINE_NAMES == ("simulated",)
-    with pytest.raises(ValueError, match=r"unknown engine 'gpu'.*simulated"):
+    with pytest.raises(UnknownEngine, match=r"unknown engine 'gpu'.*simulated") as refused:
         open_engine("gpu")
+    assert isinstance(refused.value, EngineError)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from wsserver.registry.base import RegistryError, UnknownRegistry
 from wsserver.registry.memory import MemoryWorkerRegistry
 from wsserver.registry.redis import RedisWorkerRegistry
 from wsserver.registry.selector import open_registry
@@ -15,7 +16,7 @@ async def test_memory_needs_the_in_process_store() -> None:
     assert isinstance(registry, MemoryWorkerRegistry)
     assert registry.ttl == 9.0
     # A router runs apart from the workers: an in-process registry would be empty.
-    with pytest.raises(ValueError, match="memory registry serves one process"):
+    with pytest.raises(UnknownRegistry, match="memory registry serves one process"):
         open_registry("memory")
 
 
@@ -29,5 +30,6 @@ async def test_redis_urls_open_the_redis_registry() -> None:
 
 
 def test_an_unknown_url_is_refused() -> None:
-    with pytest.raises(ValueError, match="unknown registry 'etcd://x'"):
+    with pytest.raises(UnknownRegistry, match="unknown registry 'etcd://x'") as refused:
         open_registry("etcd://x")
+    assert isinstance(refused.value, RegistryError)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import wsserver.worker.settings as settings_module
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 from wsserver.worker import components
+from wsserver.worker.errors import WorkerConfigError
 from wsserver.worker.settings import Settings
 
 
@@ -47,3 +50,10 @@ def test_settings_import_no_implementation() -> None:
         "wsserver.frontdoor.gate",
     }
     assert imported.isdisjoint(implementations), imported & implementations
+
+
+def test_a_store_the_worker_cannot_build_is_a_config_error() -> None:
+    with pytest.raises(WorkerConfigError, match="--store: unknown store 'mongodb://x'"):
+        components.store_of(Settings(store="mongodb://x"))
+    # Still a ValueError, as before the worker had its own tree.
+    assert issubclass(WorkerConfigError, ValueError)
