@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
 import wsserver.worker.settings as settings_module
+from wsserver.engine.selector import ENGINE_NAMES
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 from wsserver.worker import components
 from wsserver.worker.errors import WorkerConfigError
@@ -57,3 +59,7 @@ def test_a_store_the_worker_cannot_build_is_a_config_error() -> None:
         components.store_of(Settings(store="mongodb://x"))
     # Still a ValueError, as before the worker had its own tree.
     assert issubclass(WorkerConfigError, ValueError)
+
+
+def test_the_engine_setting_offers_exactly_the_selectors_engines() -> None:
+    assert get_args(Settings.model_fields["engine"].annotation) == ENGINE_NAMES
