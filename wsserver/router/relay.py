@@ -19,6 +19,8 @@ from wsserver.registry.base import WorkerInfo
 from wsserver.router.http import END_OF_HEAD, response_status
 from wsserver.router.settings import RouterSettings
 
+# The server's logger: these lines were the server's before the relay had its own module,
+# and operators filter on the name.
 log = logging.getLogger("wsserver.router.server")
 
 CHUNK = 65536
