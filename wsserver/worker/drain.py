@@ -24,7 +24,9 @@ from wsserver.store.base import SessionStore
 from wsserver.transport.websocket import Connection
 from wsserver.worker.settings import Settings
 
-log = logging.getLogger(__name__)
+# The server's logger: this line was the server's before the drain had its own module,
+# and operators filter on the name.
+log = logging.getLogger("wsserver.worker.server")
 
 _POLL_S = 0.05
 """How often step 2 looks whether responses are still running."""
