@@ -19,10 +19,8 @@ import contextlib
 import hashlib
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from protocol.conversation import Turn
 from wsserver.engine.base import (
     EngineOverloaded,
     FinishReason,
@@ -30,7 +28,7 @@ from wsserver.engine.base import (
     GenerationSink,
     OutputChunk,
 )
-from wsserver.engine.scripted import script_for
+from wsserver.engine.scripted import count_prompt_tokens, script_for
 from wsserver.engine.synthetic_voice import SyntheticVoice
 
 log = logging.getLogger(__name__)
@@ -67,11 +65,6 @@ class SimulatedEngineConfig:
     prefill_per_token_s: float = 0.0001
     answer_tokens: int = 0
     """Natural answer length; 0 derives 40-120 tokens from the prompt."""
-
-
-def count_prompt_tokens(prompt: Sequence[Turn]) -> int:
-    """Whitespace tokens plus a small per-turn overhead, as chat templates add."""
-    return sum(len(turn.text.split()) + 4 for turn in prompt)
 
 
 class SimulatedGeneration:

@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from wsserver.frontdoor.authenticator import AuthRefusal
+from wsserver.router.errors import MalformedHead
 
 SESSION_HEADER = "x-wsserver-session"
 MAX_SESSION_ID_CHARS = 200
@@ -50,29 +51,31 @@ class RequestHead:
 
 
 def parse_request_head(raw: bytes) -> RequestHead:
-    """Parse a request head ending in CRLF CRLF; ``ValueError`` when it is not HTTP/1.1."""
+    """Parse a request head ending in CRLF CRLF; :class:`MalformedHead` when it is not
+    HTTP/1.1."""
     lines = raw[: -len(END_OF_HEAD)].decode("latin-1").split("\r\n")
     parts = lines[0].split(" ")
     if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise ValueError("malformed request line")
+        raise MalformedHead("malformed request line")
     headers: dict[str, str] = {}
     for line in lines[1:]:
         name, colon, value = line.partition(":")
         if not colon or not name or name != name.strip():
-            raise ValueError("malformed header line")
+            raise MalformedHead("malformed header line")
         key = name.lower()
         headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
     head = RequestHead(raw, parts[0], parts[1], headers)
     if len(head.session_id or "") > MAX_SESSION_ID_CHARS:
-        raise ValueError("session id too long")
+        raise MalformedHead("session id too long")
     return head
 
 
 def response_status(raw: bytes) -> int:
-    """The status code of a response head (``HTTP/1.1 101 Switching Protocols``)."""
+    """The status code of a response head (``HTTP/1.1 101 Switching Protocols``);
+    :class:`MalformedHead` when there is none."""
     parts = raw.split(b"\r\n", 1)[0].split(b" ", 2)
     if len(parts) < 2 or not parts[0].startswith(b"HTTP/1.") or not parts[1].isdigit():
-        raise ValueError("malformed status line")
+        raise MalformedHead("malformed status line")
     return int(parts[1])
 
 

@@ -22,41 +22,39 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import secrets
-import socket
-import ssl
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field
-
 from wsserver.frontdoor.addresses import parse_networks
 from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
-from wsserver.frontdoor.config import FrontDoorSettings
 from wsserver.frontdoor.gate import FrontDoor, peer_host
 from wsserver.frontdoor.origin import OriginPolicy
 from wsserver.frontdoor.principal import Principal
 from wsserver.frontdoor.quotas import QuotaLimits, Quotas
-from wsserver.frontdoor.tls import client_context, server_context
+from wsserver.frontdoor.tls import server_context
 from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
-from wsserver.registry.redis import RegistryUnavailable, WorkerInfo, WorkerRegistry, placement_order
+from wsserver.registry.base import RegistryUnavailable, WorkerInfo, WorkerRegistry
+from wsserver.registry.selector import open_registry
+from wsserver.router.errors import MalformedHead
 from wsserver.router.http import (
     END_OF_HEAD,
     RequestHead,
     parse_request_head,
     refuse,
     respond,
-    response_status,
     with_forwarded_for,
 )
+from wsserver.router.placement import placement_order
+from wsserver.router.relay import CHUNK, Relay, tune
+from wsserver.router.settings import ROUTER_ENV_PREFIX, RouterSettings
+
+__all__ = ["COUNTERS", "ROUTER_ENV_PREFIX", "Router", "RouterSettings", "router_front_door"]
 
 log = logging.getLogger("wsserver.router.server")
 
-ROUTER_ENV_PREFIX = "WSSERVER_ROUTER_"
-_CHUNK = 65536
 COUNTERS = (
     "connections_relayed",
     "active",
@@ -69,66 +67,18 @@ COUNTERS = (
 )
 
 
-class RouterSettings(FrontDoorSettings):
-    """Router settings. Each field is a ``--flag`` and a ``WSSERVER_ROUTER_FIELD`` variable.
-
-    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`;
-    the router checks credentials itself and forwards them, so workers check again.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    host: str = Field("127.0.0.1", description="address to listen on")
-    port: int = Field(8080, ge=0, le=65535, description="port to listen on (0 picks a free one)")
-    store: str = Field("redis://127.0.0.1:6379/0", description="the workers' Redis store")
-    store_timeout: float = Field(0.5, gt=0, description="seconds before a Redis call fails")
-    refresh_interval: float = Field(1.0, gt=0, description="seconds between worker list reads")
-    connect_timeout: float = Field(
-        2.0, gt=0, description="seconds for a worker to accept, and again to answer the upgrade"
+def router_front_door(settings: RouterSettings) -> FrontDoor:
+    """The Origin allowlist and the handshake rate per address: the router's first checks."""
+    limits = QuotaLimits(
+        handshakes_per_second_per_ip=settings.handshakes_per_second_per_ip,
+        handshake_burst_per_ip=settings.handshake_burst_per_ip,
+        exempt=parse_networks(settings.quota_exempt),
     )
-    handshake_timeout: float = Field(10.0, gt=0, description="seconds to send the request head")
-    max_head_bytes: int = Field(16384, ge=1024, description="largest HTTP request head")
-    max_attempts: int = Field(5, ge=1, description="workers tried per connection before 503")
-    linger_timeout: float = Field(
-        30.0, gt=0, description="seconds one direction may go on after the other closed"
+    return FrontDoor(
+        OriginPolicy.from_text(settings.allowed_origins),
+        Quotas(limits),
+        parse_networks(settings.trusted_proxies),
     )
-    # Without it, a vanished peer with unacknowledged data holds its connection and
-    # buffers for the kernel's ~15 minutes of retransmissions.
-    tcp_user_timeout: float = Field(
-        30.0, ge=0, description="seconds sent data may stay unacknowledged (Linux; 0 = off)"
-    )
-    # The front door's first checks (Origin, handshake rate; the fields are in
-    # FrontDoorSettings) run before a worker is even picked; the worker repeats them.
-
-    def front_door(self) -> FrontDoor:
-        """The Origin allowlist and the handshake rate per address."""
-        limits = QuotaLimits(
-            handshakes_per_second_per_ip=self.handshakes_per_second_per_ip,
-            handshake_burst_per_ip=self.handshake_burst_per_ip,
-            exempt=parse_networks(self.quota_exempt),
-        )
-        return FrontDoor(
-            OriginPolicy.from_text(self.allowed_origins),
-            Quotas(limits),
-            parse_networks(self.trusted_proxies),
-        )
-
-    worker_ca_file: str = Field(
-        "",
-        description="CA bundle that signs the certificates of wss:// workers "
-        "(default: the system's)",
-    )
-
-    @classmethod
-    def from_env(cls, overrides: dict[str, Any] | None = None) -> RouterSettings:
-        """Defaults, then ``WSSERVER_ROUTER_*`` variables, then explicit overrides."""
-        values: dict[str, Any] = {}
-        for name in cls.model_fields:
-            raw = os.environ.get(ROUTER_ENV_PREFIX + name.upper())
-            if raw is not None:
-                values[name] = raw
-        values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-        return cls.model_validate(values, strict=False)
 
 
 class Router:
@@ -136,11 +86,11 @@ class Router:
 
     def __init__(self, settings: RouterSettings, registry: WorkerRegistry | None = None) -> None:
         self.settings = settings
-        self.registry = registry or WorkerRegistry(settings.store, timeout=settings.store_timeout)
+        self.registry = registry or open_registry(settings.store, timeout=settings.store_timeout)
         self.workers: list[WorkerInfo] = []
         """Live workers as of the last successful refresh (kept while Redis is down)."""
         self.registry_up = False
-        self.front_door = settings.front_door()
+        self.front_door = router_front_door(settings)
         self.counters = dict.fromkeys(COUNTERS, 0)
         """Totals since start (``active``: relayed now), for ``/stats``."""
         self._server: asyncio.Server | None = None
@@ -152,7 +102,7 @@ class Router:
         self.tls = (
             server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
         )
-        self._worker_tls: ssl.SSLContext | None = None
+        self.relay = Relay(settings, self.counters)
         self._admin_server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -162,7 +112,7 @@ class Router:
             self._accept,
             self.settings.host,
             self.settings.port,
-            limit=max(self.settings.max_head_bytes, _CHUNK),
+            limit=max(self.settings.max_head_bytes, CHUNK),
             backlog=2048,  # a dead worker's clients all come back at once
             ssl=self.tls,
             ssl_handshake_timeout=self.settings.handshake_timeout if self.tls else None,
@@ -229,7 +179,7 @@ class Router:
             return
         self._connections.add(task)
         try:
-            _tune(writer, self.settings.tcp_user_timeout)
+            tune(writer, self.settings.tcp_user_timeout)
             await self._serve(reader, writer)
         except asyncio.CancelledError:
             writer.transport.abort()
@@ -249,7 +199,7 @@ class Router:
             head = parse_request_head(raw)
         except asyncio.LimitOverrunError:
             return await self._reject(writer, HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, "head")
-        except ValueError as exc:
+        except MalformedHead as exc:
             return await self._reject(writer, HTTPStatus.BAD_REQUEST, str(exc))
         except (asyncio.IncompleteReadError, TimeoutError, OSError):
             self.counters["bad_requests"] += 1  # gone or silent before a whole head: just close
@@ -321,7 +271,7 @@ class Router:
                 await respond(writer, HTTPStatus.OK, self.stats())
             else:
                 await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
-        except (ValueError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+        except (MalformedHead, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         except TimeoutError:
             pass
@@ -347,110 +297,18 @@ class Router:
         for attempt, worker in enumerate(candidates):
             if attempt:
                 self.counters["retries"] += 1
-            upstream = await self._open(worker, forwarded)
+            upstream = await self.relay.open(worker, forwarded)
             if upstream is None:
                 continue
-            up_reader, up_writer, status, response = upstream
-            if status == 503:
+            if upstream.status == 503:
                 self.counters["worker_refusals"] += 1
-                up_writer.transport.abort()
+                upstream.writer.transport.abort()
                 continue
-            writer.write(response)
-            if status == 101:
+            writer.write(upstream.response)
+            if upstream.status == 101:
                 self.counters["connections_relayed"] += 1
-            await self._splice(reader, writer, up_reader, up_writer)
+            await self.relay.splice(reader, writer, upstream)
             return
         self.counters["refused"] += 1
         # Every worker is full, draining or gone: the client backs off and retries.
         await respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)
-
-    async def _open(
-        self, worker: WorkerInfo, head: bytes
-    ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter, int, bytes] | None:
-        """Connect to ``worker``, send ``head``, read its response head; None if it failed."""
-        timeout = self.settings.connect_timeout
-        try:
-            host, port = worker.address
-            tls = self._worker_context() if worker.url.startswith("wss://") else None
-            async with asyncio.timeout(timeout):
-                up_reader, up_writer = await asyncio.open_connection(
-                    host, port, limit=_CHUNK, ssl=tls, server_hostname=host if tls else None
-                )
-        except (OSError, TimeoutError, ValueError) as exc:
-            self.counters["worker_failures"] += 1
-            log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
-            return None
-        try:
-            _tune(up_writer, self.settings.tcp_user_timeout)
-            up_writer.write(head)
-            async with asyncio.timeout(timeout):
-                await up_writer.drain()
-                response = await up_reader.readuntil(END_OF_HEAD)
-            return up_reader, up_writer, response_status(response), response
-        except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
-            self.counters["worker_failures"] += 1
-            log.info("worker %s did not answer: %s", worker.worker_id, exc or type(exc).__name__)
-        except BaseException:
-            up_writer.transport.abort()
-            raise
-        up_writer.transport.abort()
-        return None
-
-    def _worker_context(self) -> ssl.SSLContext:
-        """TLS to wss:// workers, verified against ``--worker-ca-file`` or the system's CAs."""
-        if self._worker_tls is None:
-            self._worker_tls = client_context(self.settings.worker_ca_file)
-        return self._worker_tls
-
-    async def _splice(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        up_reader: asyncio.StreamReader,
-        up_writer: asyncio.StreamWriter,
-    ) -> None:
-        """Copy both ways until both sides closed; an error on either side ends both."""
-        self.counters["active"] += 1
-        pumps = [
-            asyncio.create_task(_pump(reader, up_writer)),
-            asyncio.create_task(_pump(up_reader, writer)),
-        ]
-        try:
-            done, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-            if pending and all(task.exception() is None for task in done):
-                # Half-closed: the other side may still be sending (its close frame, the
-                # rest of a response). Bounded, so a peer that never closes cannot pin us.
-                await asyncio.wait(pending, timeout=self.settings.linger_timeout)
-        except asyncio.CancelledError:
-            up_writer.transport.abort()
-            raise
-        finally:
-            self.counters["active"] -= 1
-            for task in pumps:
-                task.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
-            up_writer.close()
-
-
-def _tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
-    sock = writer.get_extra_info("socket")
-    with contextlib.suppress(OSError, AttributeError):
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-        if user_timeout and hasattr(socket, "TCP_USER_TIMEOUT"):
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
-
-
-async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    """Copy ``src`` to ``dst`` with backpressure, then half-close ``dst``."""
-    while data := await src.read(_CHUNK):
-        dst.write(data)
-        await dst.drain()
-    if dst.is_closing():
-        return
-    if dst.can_write_eof():
-        with contextlib.suppress(OSError):
-            dst.write_eof()
-    else:
-        # TLS has no half-close; without this the peer waits out its close timeout.
-        dst.close()

@@ -30,6 +30,10 @@ class SessionStoreUnavailable(SessionStoreError):
     """The store cannot be reached (or answered too slowly)."""
 
 
+class UnknownStore(SessionStoreError, ValueError):
+    """A store URL that names no store this server has."""
+
+
 RESUME_TOKEN_PREFIX = "wrt_"
 """Marks resume tokens, so a log filter can recognise and redact them."""
 

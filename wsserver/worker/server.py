@@ -1,52 +1,46 @@
-"""The worker: a websockets server that hosts session runtimes."""
+"""The worker: a websockets server that hosts session runtimes.
+
+This module accepts connections and runs the worker's periodic work (heartbeats,
+lease renewal, the registry entry). The HTTP side is :mod:`.http_endpoints`, the
+answers to ``session.start``/``session.resume`` are :mod:`.handshake`, the
+shutdown sequence of a deploy is :mod:`.drain`, and what the settings name is built
+by :mod:`.components`.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
-import logging
 import os
 import secrets
 import socket
 import time
-import weakref
 from collections.abc import Coroutine
-from http import HTTPStatus
 from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
+from websockets.http11 import Request
 
-from protocol.codes import CloseCode, ErrorCode
+from protocol.codes import CloseCode
 from protocol.encoding import SUBPROTOCOLS
-from protocol.errors import ProtocolViolation
-from protocol.events import HEARTBEAT, SESSION_READY, connection_message
+from protocol.events import HEARTBEAT, connection_message
 from protocol.messages import SessionResume, SessionStart
 from wsserver.engine.base import Engine
-from wsserver.engine.simulated import SimulatedEngine
-from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
-from wsserver.frontdoor.gate import peer_host
+from wsserver.frontdoor.authenticator import Authenticator
+from wsserver.frontdoor.gate import FrontDoor, peer_host
 from wsserver.frontdoor.principal import Admission, AuthMethod, Principal
 from wsserver.frontdoor.quotas import Client, Refusal
 from wsserver.frontdoor.tls import server_context
-from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
-from wsserver.frontdoor.token_endpoint import mint_client_token
-from wsserver.registry.redis import RegistryUnavailable, WorkerInfo, WorkerRegistry
+from wsserver.registry.base import RegistryUnavailable, WorkerInfo, WorkerRegistry
 from wsserver.session.persistence import Persister
-from wsserver.session.runtime import Departure, RuntimeContext, SessionRuntime
-from wsserver.store.base import SessionStore, SessionStoreUnavailable
-from wsserver.store.selector import open_store
+from wsserver.session.runtime import RuntimeContext, SessionRuntime
+from wsserver.store.base import SessionStore
 from wsserver.transport.control_frames import control_frame_limited
 from wsserver.transport.websocket import Connection
+from wsserver.worker import components, drain, handshake
+from wsserver.worker.http_endpoints import HttpEndpoints, no_websocket
 from wsserver.worker.sessions import SessionManager
 from wsserver.worker.settings import Settings
-from wsserver.worker.usage_report import usage_report
-
-log = logging.getLogger(__name__)
-
-PROTOCOL_VERSION = "wsserver.v1"
 
 
 class WorkerServer:
@@ -61,29 +55,22 @@ class WorkerServer:
     ) -> None:
         self.settings = settings or Settings()
         settings = self.settings
-        if settings.vad == "silero":
-            # Fail at startup, not at the first voice session.
-            from wsserver.audio.silero import load_model
-
-            load_model()
+        components.check_detector(settings)
         self.worker_id = settings.worker_id or default_worker_id()
         # Fail at startup (FrontDoorConfigError), not at the first request.
         self.authenticator = Authenticator.from_settings(settings, settings.host)
         self.tls = (
             server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
         )
-        self._admitted: weakref.WeakKeyDictionary[ServerConnection, Admission] = (
-            weakref.WeakKeyDictionary()
-        )
-        """Who each handshake let in is, until its connection goes."""
+        self.http = HttpEndpoints(self)
         self._admin_server: Server | None = None
-        self.engine: Engine = engine or SimulatedEngine(settings.simulated_engine())
-        self.store: SessionStore = store or open_store(
-            settings.store, settings.store_limits(), timeout=settings.store_timeout
-        )
+        self.engine: Engine = engine or components.engine_of(settings)
+        self.store: SessionStore = store or components.store_of(settings)
         self.persister = Persister(self.store, interval=settings.store_flush_ms / 1000)
         self.manager = SessionManager(self.store, self._runtime_context, settings.limits())
-        self.front_door = settings.front_door(lambda session_id: session_id in self.sessions)
+        self.front_door: FrontDoor = components.front_door(
+            settings, lambda session_id: session_id in self.sessions
+        )
         self.connections: set[Connection] = set()
         self.draining = False
         self.registry: WorkerRegistry | None = None
@@ -102,7 +89,7 @@ class WorkerServer:
             grace_period=self.settings.grace_period,
             resume_window=self.settings.resume_window,
             vad=self.settings.vad,
-            audio_limits=self.settings.audio_limits(),
+            audio_limits=components.audio_limits(self.settings),
             tool_timeout=self.settings.tool_timeout,
             tool_retries=self.settings.tool_retries,
         )
@@ -124,7 +111,7 @@ class WorkerServer:
             settings.port,
             subprotocols=[*SUBPROTOCOLS],  # type: ignore[list-item]
             select_subprotocol=_select_subprotocol,
-            process_request=self._process_request,
+            process_request=self.http.process_request,
             compression="deflate" if settings.compression else None,
             max_size=settings.max_frame_bytes,
             ping_interval=settings.ping_interval,
@@ -140,10 +127,10 @@ class WorkerServer:
         )
         if settings.admin_port:
             self._admin_server = await serve(
-                _no_websocket,
+                no_websocket,
                 settings.admin_host,
                 settings.admin_port,
-                process_request=self._admin_request,
+                process_request=self.http.admin_request,
             )
         self._loops = [
             asyncio.create_task(self.persister.run(), name="store writer"),
@@ -152,11 +139,7 @@ class WorkerServer:
         ]
         if self.store.shared:
             # Routers find workers in the same Redis as the sessions.
-            self.registry = WorkerRegistry(
-                settings.store,
-                ttl=settings.registry_interval * 3,
-                timeout=settings.store_timeout,
-            )
+            self.registry = components.registry_of(settings, self.store)
             self._loops.append(asyncio.create_task(self._registry_loop(), name="registry"))
 
     @property
@@ -167,52 +150,8 @@ class WorkerServer:
         return sockname[1]
 
     async def drain(self, timeout: float, force: asyncio.Event | None = None) -> None:
-        """The shutdown sequence of a deploy (SIGTERM), step by step:
-
-        1. draining: ``/readyz`` says 503, the registry says draining, new connections
-           and new sessions are refused (HTTP 503, close 1013) so they go elsewhere;
-        2. running responses finish, up to ``timeout`` seconds (or until ``force``);
-        3. every client is told to reconnect (close 1012) and resumes on another worker;
-        4. the last writes reach the store, then :meth:`stop`.
-        """
-        self.draining = True
-        if self.registry is not None:
-            # Routers stop placing new sessions here at once, not at the next interval.
-            with contextlib.suppress(RegistryUnavailable):
-                await self.registry.publish(self.worker_info())
-        log.info("draining: up to %.0f s for %d running responses", timeout, self._running())
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        # Responses end in many ways (engine, interrupt, cancel, expiry); a 50 ms poll
-        # for the few seconds of a drain is simpler than a signal from each of them.
-        forced = force if force is not None else asyncio.Event()
-        while self._running() and loop.time() < deadline and not forced.is_set():  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
-        for runtime in list(self.sessions.values()):
-            # Ended here, explicitly and continuable, rather than lost with the worker.
-            runtime.stop_running("worker_draining")
-        if not self.store.shared:
-            # The close stops the writers, and with the memory store no other worker can
-            # replay those response.done: let the writers send them first (bounded, for
-            # clients that stopped reading). A shared store's next owner replays them, and
-            # a client answering at once must not start a response here.
-            flush_deadline = loop.time() + self.settings.close_timeout
-            while self._unsent() and loop.time() < flush_deadline:  # noqa: ASYNC110
-                await asyncio.sleep(0.01)
-        for connection in list(self.connections):
-            connection.close(CloseCode.SERVICE_RESTART, "service restart: resume elsewhere")
-        # Numbered events of the departed clients go to the store for the new owners.
-        await self.persister.flush()
-        await self.stop()
-
-    def _running(self) -> int:
-        return sum(1 for r in self.sessions.values() if r.session.active is not None)
-
-    def _unsent(self) -> bool:
-        """Whether an attached session still has events its writer has not sent."""
-        return any(
-            bool(c.runtime.session.outbox) for c in self.connections if c.runtime is not None
-        )
+        """The shutdown sequence of a deploy (SIGTERM): see :mod:`wsserver.worker.drain`."""
+        await drain.drain(self, timeout, force)
 
     async def stop(self) -> None:
         """Shutdown: stop accepting, close clients with 1001, persist, stop the engine."""
@@ -257,9 +196,9 @@ class WorkerServer:
 
     async def _handle(self, ws: ServerConnection) -> None:
         assert ws.request is not None, "handler called before the handshake"
-        admission = self._admitted.get(ws)
+        admission = self.http.admitted.get(ws)
         principal = admission.principal if admission is not None else None
-        quota = self.front_door.connect(self._front_door_client(ws, ws.request, principal))
+        quota = self.front_door.connect(self.front_door_client(ws, ws.request, principal))
         if isinstance(quota, Refusal):  # concurrent handshakes raced past the check
             await ws.close(CloseCode.CONNECTION_LIMIT_REACHED, quota.message)
             return
@@ -272,7 +211,7 @@ class WorkerServer:
             self.connections.discard(connection)
             quota.release()
 
-    def _front_door_client(
+    def front_door_client(
         self, ws: ServerConnection, request: Request, principal: Principal | None
     ) -> Client:
         """Who a connection is, for quotas: its address (through trusted proxies) and its
@@ -290,132 +229,20 @@ class WorkerServer:
 
     def admission(self, connection: Connection) -> Admission | None:
         """Who the connection's handshake was let in as, and from where (None: never)."""
-        return self._admitted.get(connection.ws)
+        return self.http.admitted.get(connection.ws)
 
     def principal_of(self, connection: Connection) -> Principal | None:
         """Who the connection's handshake was let in as (None: never admitted)."""
         admission = self.admission(connection)
         return admission.principal if admission is not None else None
 
-    def _valid_principal(self, connection: Connection) -> Principal | None:
-        """The connection's principal if its credential still holds; else close it."""
-        principal = self.principal_of(connection)
-        if principal is None:
-            connection.close(CloseCode.UNAUTHORIZED, "not authenticated")
-            return None
-        if principal.expires_at is not None and time.time() >= principal.expires_at:
-            connection.close(CloseCode.UNAUTHORIZED, "credentials expired")
-            return None
-        return principal
-
-    async def _may_open(
-        self, connection: Connection, principal: Principal, message: SessionStart
-    ) -> bool:
-        """Whether ``principal``'s credential may open one more session (else refused)."""
-        if not principal.can_start:
-            connection.close(CloseCode.FORBIDDEN, "this credential may not open sessions")
-            return False
-        if principal.token_id is None or principal.max_sessions is None:
-            return True
-        # Counted in the store, so the limit holds across workers; kept a minute past
-        # the token's expiry, since the workers' clocks differ a little.
-        ttl = max(1.0, (principal.expires_at or time.time()) - time.time() + 60)
-        try:
-            allowed = await self.store.use_client_token(
-                principal.token_id, principal.max_sessions, ttl
-            )
-        except SessionStoreUnavailable:
-            connection.reject(
-                ProtocolViolation(
-                    ErrorCode.STORE_UNAVAILABLE,
-                    "session store unavailable: cannot open a session now; retry",
-                    message.id,
-                )
-            )
-            return False
-        if not allowed:
-            connection.close(
-                CloseCode.FORBIDDEN, "this client token opened all the sessions it may"
-            )
-        return allowed
-
     async def open_session(self, connection: Connection, message: SessionStart) -> None:
         """Create a session and bind it to the connection (or refuse: draining, full)."""
-        if self.draining or self.full:
-            # Another worker should take it: a resumable code with a retry hint.
-            why = "draining" if self.draining else "at capacity"
-            connection.close(
-                CloseCode.TRY_AGAIN_LATER, f"worker {why}; retry_after_ms={_RETRY_AFTER_MS}"
-            )
-            return
-        principal = self._valid_principal(connection)
-        if principal is None or not await self._may_open(connection, principal, message):
-            return
-        try:
-            with connection.quota.session_slot() as slot:  # raises session_limit_reached
-                runtime, token = await self.manager.open(message, principal.id)
-                slot.session_id = runtime.session_id
-        except ProtocolViolation as violation:
-            violation.request_id = violation.request_id or message.id
-            connection.reject(violation)
-            return
-        self._bind(connection, runtime, resumed=False, token=token)
+        await handshake.open_session(self, connection, message)
 
     async def resume_session(self, connection: Connection, message: SessionResume) -> None:
         """Re-attach a session and replay what the client missed, or refuse explicitly."""
-        principal = self._valid_principal(connection)
-        if principal is None:
-            return
-        try:
-            with connection.quota.resume_attempt(message.session_id):  # counts failed guesses
-                runtime = await self.manager.resume(message, principal.id)
-            events = runtime.session.replay_after(message.last_seq)
-        except ProtocolViolation as violation:
-            violation.request_id = violation.request_id or message.id
-            connection.reject(violation)
-            return
-        previous = runtime.connection
-        if previous is not None:
-            # The old socket is half-open or obsolete; the newest connection wins.
-            runtime.detach(previous, Departure.DROPPED)
-            previous.runtime = None
-            previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
-        self._bind(connection, runtime, resumed=True, token=None)
-        connection.start_replay(events)
-
-    def _bind(
-        self,
-        connection: Connection,
-        runtime: SessionRuntime,
-        *,
-        resumed: bool,
-        token: str | None,
-    ) -> None:
-        runtime.attach(connection)
-        connection.runtime = runtime
-        settings = self.settings
-        ready = connection_message(
-            SESSION_READY,
-            protocol=PROTOCOL_VERSION,
-            session_id=runtime.session_id,
-            resumed=resumed,
-            last_seq=runtime.session.last_seq,
-            heartbeat_interval_ms=int(settings.heartbeat_interval * 1000),
-            **_audio_fields(runtime),
-            **_tool_fields(runtime),
-            limits={
-                **runtime.session.limits.to_dict(),
-                "max_frame_bytes": settings.max_frame_bytes,
-                "grace_period_ms": int(settings.grace_period * 1000),
-                "resume_window_ms": int(settings.resume_window * 1000),
-            },
-        )
-        if token is not None:
-            ready["resume_token"] = token
-        if runtime.lost_after_seq is not None:
-            ready["lost_after_seq"] = runtime.lost_after_seq
-            runtime.lost_after_seq = None
-        connection.send_control(ready)
+        await handshake.resume_session(self, connection, message)
 
     # -- periodic work -----------------------------------------------------
 
@@ -452,8 +279,8 @@ class WorkerServer:
         )
 
     async def _registry_loop(self) -> None:
-        # Expires by itself three intervals after the last entry: a killed worker
-        # disappears from routers' lists without anyone cleaning up.
+        # The entry lapses by itself three intervals after the last one: a killed
+        # worker disappears from routers' lists without anyone cleaning up.
         assert self.registry is not None
         while True:
             with contextlib.suppress(RegistryUnavailable):
@@ -466,99 +293,13 @@ class WorkerServer:
             await asyncio.sleep(self.settings.lease_ttl / 3)
             await self.manager.renew_leases()
 
-    # -- HTTP endpoints ----------------------------------------------------
-
-    async def _process_request(
-        self, connection: ServerConnection, request: Request
-    ) -> Response | None:
-        path, _, query = request.path.partition("?")
-        headers = request.headers
-        # get_all: a request may repeat a header (get() would raise on two Upgrade lines).
-        upgrade = [value.lower() for value in headers.get_all("Upgrade")] == ["websocket"]
-        if not upgrade and path in ("/healthz", "/readyz"):
-            # Open to probes: they say nothing about sessions.
-            return await self._probe(path)
-        found = self.authenticator.authenticate(
-            authorization=", ".join(headers.get_all("Authorization")) or None,
-            subprotocols=", ".join(headers.get_all("Sec-WebSocket-Protocol")) or None,
-            query=query,
-        )
-        # Counted before the credential is judged, so guessing keys is rate limited too.
-        principal = found if isinstance(found, Principal) else None
-        client = self._front_door_client(connection, request, principal)
-        refusal = self.front_door.handshake(client, headers.get_all("Origin") if upgrade else [])
-        if refusal is not None:
-            retry = refusal.retry_after_header if refusal.retry_after else None
-            return _json_response(refusal.status, refusal.body(), retry_after=retry)
-        if isinstance(found, AuthRefusal):
-            return refusal_response(found)
-        if upgrade:
-            return self._admit(connection, request, found, client.address)
-        if path == CLIENT_TOKENS_PATH:
-            status, body = mint_client_token(
-                self.authenticator, self.settings, found, request.method, query
-            )
-            return _json_response(status, body)
-        if path == "/stats" or path.startswith("/usage/"):
-            if not found.admin:
-                return refusal_response(forbidden(f"{path.split('/')[1]} needs an admin key"))
-            return await self._admin_endpoint(path)
-        return None
-
-    def _admit(
-        self, connection: ServerConnection, request: Request, principal: Principal, client_ip: str
-    ) -> Response | None:
-        """Let an authenticated WebSocket handshake that passed the quota gate in, or
-        refuse it before the upgrade (draining, full); remember who and from where."""
-        query = request.path.partition("?")[2]
-        # Refuse before the upgrade, so a router can place the connection elsewhere.
-        resuming = "session_id=" in query or "X-Wsserver-Session" in request.headers
-        if self.draining or (self.full and not resuming):
-            return _json_response(
-                HTTPStatus.SERVICE_UNAVAILABLE,
-                {"error": "draining" if self.draining else "at capacity"},
-                retry_after=_RETRY_AFTER_MS // 1000 or 1,
-            )
-        self._admitted[connection] = Admission(principal, client_ip)
-        return None
-
-    async def _admin_request(
-        self, connection: ServerConnection, request: Request
-    ) -> Response | None:
-        """The admin listener: every read-only endpoint, no credentials, no WebSockets."""
-        path = request.path.partition("?")[0]
-        if path in ("/healthz", "/readyz"):
-            return await self._probe(path)
-        if path == "/stats" or path.startswith("/usage/"):
-            return await self._admin_endpoint(path)
-        return _json_response(HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
-
-    async def _probe(self, path: str) -> Response:
-        if path == "/healthz":
-            return _json_response(HTTPStatus.OK, {"status": "ok"})
-        ready, checks = await self.readiness()
-        status = HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE
-        return _json_response(status, {"ready": ready, **checks})
-
-    async def _admin_endpoint(self, path: str) -> Response:
-        if path == "/stats":
-            return _json_response(HTTPStatus.OK, self.stats())
-        return await self._usage_response(path.removeprefix("/usage/"))
+    # -- health and counters -----------------------------------------------
 
     async def readiness(self) -> tuple[bool, dict[str, Any]]:
         """Ready when the store answers and the worker is not draining."""
         store_ok = await self.store.ready()
         checks = {"store": store_ok, "draining": self.draining}
         return store_ok and not self.draining, checks
-
-    async def _usage_response(self, session_id: str) -> Response:
-        try:
-            entries = await self.store.usage(session_id)
-        except SessionStoreUnavailable:
-            return _json_response(HTTPStatus.SERVICE_UNAVAILABLE, {"error": "store unavailable"})
-        if not entries:
-            return _json_response(HTTPStatus.NOT_FOUND, {"error": "no usage for this session"})
-        return _json_response(HTTPStatus.OK, usage_report(session_id, entries))
 
     def stats(self) -> dict[str, Any]:
         """Counters for monitoring and tests."""
@@ -591,18 +332,6 @@ def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(2)}"
 
 
-async def _no_websocket(ws: ServerConnection) -> None:
-    """The admin listener's handler: never reached, every request is answered before."""
-    await ws.close()
-
-
-def refusal_response(refusal: AuthRefusal) -> Response:
-    """HTTP 401/403 with a JSON body and ``WWW-Authenticate``, sent instead of the upgrade."""
-    response = _json_response(refusal.status, refusal.body())
-    response.headers["WWW-Authenticate"] = refusal.www_authenticate
-    return response
-
-
 def _select_subprotocol(connection: ServerConnection, offered: Any) -> Any:
     # Credential entries (wsserver.token.…) are never in SUBPROTOCOLS: never selected.
     for subprotocol in offered:
@@ -610,34 +339,6 @@ def _select_subprotocol(connection: ServerConnection, offered: Any) -> Any:
             return subprotocol
     # No (known) subprotocol offered: JSON, so plain WebSocket tools work.
     return None
-
-
-_RETRY_AFTER_MS = 1000
-"""The retry hint a refusing worker gives (close 1013 reason, HTTP Retry-After)."""
-
-
-def _json_response(
-    status: HTTPStatus, body: dict[str, Any], *, retry_after: int | None = None
-) -> Response:
-    payload = json.dumps(body).encode()
-    headers = Headers([("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
-    if retry_after is not None:
-        headers["Retry-After"] = str(retry_after)
-    return Response(status.value, status.phrase, headers, payload)
-
-
-def _tool_fields(runtime: SessionRuntime) -> dict[str, Any]:
-    """``session.ready``'s emitted calls still waiting for a result (announced again)."""
-    pending = runtime.tools.pending_announcements()
-    return {"pending_tool_calls": pending} if pending else {}
-
-
-def _audio_fields(runtime: SessionRuntime) -> dict[str, Any]:
-    """``session.ready``'s audio settings and the last input chunk the server has."""
-    voice = runtime.voice
-    if voice is None:
-        return {}
-    return {"audio": voice.settings.model_dump(), "audio_in_seq": voice.input.last_seq}
 
 
 def quota_principal(principal: Principal | None) -> str | None:

@@ -1,21 +1,18 @@
-"""All configuration in one object, from CLI flags and ``WSSERVER_*`` environment variables."""
+"""All configuration in one object, from CLI flags and ``WSSERVER_*`` environment variables.
+
+Plain data: names (engine, store, detector) and numbers. It imports no implementation;
+:mod:`wsserver.worker.components` builds the engine, store and front door it names.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
 from protocol.server_session import SessionLimits
-from wsserver.audio.input import AudioInputLimits
-from wsserver.engine.simulated import SimulatedEngineConfig
-from wsserver.frontdoor.addresses import parse_networks
 from wsserver.frontdoor.config import FrontDoorSettings
-from wsserver.frontdoor.gate import FrontDoor
-from wsserver.frontdoor.origin import OriginPolicy
-from wsserver.frontdoor.quotas import QuotaLimits, Quotas
 from wsserver.store.base import StoreLimits
 
 ENV_PREFIX = "WSSERVER_"
@@ -274,46 +271,4 @@ class Settings(FrontDoorSettings):
             resume_window=self.resume_window,
             session_ttl=max(self.session_ttl, self.resume_window),
             lease_ttl=self.lease_ttl,
-        )
-
-    def audio_limits(self) -> AudioInputLimits:
-        """Bounds on a session's input audio."""
-        return AudioInputLimits(
-            max_turn_ms=self.audio_max_turn_ms, max_ahead_ms=self.audio_max_ahead_ms
-        )
-
-    def simulated_engine(self) -> SimulatedEngineConfig:
-        """Configuration of the simulated engine."""
-        return SimulatedEngineConfig(
-            decode_rate=self.decode_rate,
-            slots=self.engine_slots,
-            max_queue=self.engine_queue,
-            prefill_per_token_s=self.prefill_per_token_ms / 1000.0,
-            answer_tokens=self.answer_tokens,
-        )
-
-    def quota_limits(self) -> QuotaLimits:
-        """Quotas and rates per client address and principal."""
-        return QuotaLimits(
-            sessions_per_principal=self.max_sessions_per_principal,
-            sessions_per_ip=self.max_sessions_per_ip,
-            connections_per_principal=self.max_connections_per_principal,
-            connections_per_ip=self.max_connections_per_ip,
-            handshakes_per_second_per_ip=self.handshakes_per_second_per_ip,
-            handshake_burst_per_ip=self.handshake_burst_per_ip,
-            messages_per_second_per_principal=self.messages_per_second_per_principal,
-            message_burst_per_principal=self.message_burst_per_principal,
-            failed_resumes_per_minute=self.failed_resumes_per_minute,
-            failed_resume_burst=self.failed_resume_burst,
-            table_size=self.quota_table_size,
-            ipv6_prefix=self.quota_ipv6_prefix,
-            exempt=parse_networks(self.quota_exempt),
-        )
-
-    def front_door(self, live: Callable[[str], bool]) -> FrontDoor:
-        """The Origin allowlist and quotas; ``live`` tells whether a session is still here."""
-        return FrontDoor(
-            OriginPolicy.from_text(self.allowed_origins),
-            Quotas(self.quota_limits(), live),
-            parse_networks(self.trusted_proxies),
         )

@@ -9,12 +9,8 @@ import pytest
 
 from protocol.conversation import Turn
 from wsserver.engine.base import EngineOverloaded, FinishReason, GenerationRequest, QueueSink
-from wsserver.engine.simulated import (
-    SimulatedEngine,
-    SimulatedEngineConfig,
-    SimulatedGeneration,
-    count_prompt_tokens,
-)
+from wsserver.engine.scripted import count_prompt_tokens
+from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig, SimulatedGeneration
 
 
 def _request(

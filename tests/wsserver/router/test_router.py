@@ -1,7 +1,7 @@
 """The router in front of real worker processes, on loopback, with a real Redis.
 
 Workers started with a Redis store publish themselves; the stand-ins for broken
-workers (refusing, dead) are published by the test with :class:`WorkerRegistry`.
+workers (refusing, dead) are published by the test with :class:`RedisWorkerRegistry`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from websockets.exceptions import InvalidStatus
 from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import free_port
 from tests.wsserver.wire import RawClient
-from wsserver.registry.redis import WorkerInfo, WorkerRegistry, rendezvous_order
+from wsserver.registry.base import WorkerInfo
+from wsserver.registry.redis import RedisWorkerRegistry
 from wsserver.router.http import parse_request_head
+from wsserver.router.placement import rendezvous_order
 from wsserver.router.server import Router, RouterSettings
 
 ROUTER = [*WSSERVER, "router"]
@@ -115,8 +117,8 @@ class RefusingWorker:
 
 
 @pytest.fixture
-async def registry(redis_url: str) -> AsyncIterator[WorkerRegistry]:
-    registry = WorkerRegistry(redis_url, ttl=120)
+async def registry(redis_url: str) -> AsyncIterator[RedisWorkerRegistry]:
+    registry = RedisWorkerRegistry(redis_url, ttl=120)
     yield registry
     await registry.close()
 
@@ -143,7 +145,7 @@ def router(redis_url: str) -> Iterator[RouterProcess]:
     assert "Traceback" not in "".join(process.lines), "".join(process.lines)
 
 
-async def publish(registry: WorkerRegistry, worker_id: str, url: str) -> WorkerInfo:
+async def publish(registry: RedisWorkerRegistry, worker_id: str, url: str) -> WorkerInfo:
     """Register a stand-in worker, as a real worker's heartbeat would."""
     info = WorkerInfo(
         worker_id, url, capacity=0, sessions=0, draining=False, updated_at=time.time()
@@ -219,7 +221,7 @@ async def test_new_sessions_spread_over_the_workers(
 
 @pytest.mark.parametrize("via", ["query", "header"])
 async def test_resume_lands_on_the_owner(
-    via: str, router: RouterProcess, registry: WorkerRegistry, start_worker: Any
+    via: str, router: RouterProcess, registry: RedisWorkerRegistry, start_worker: Any
 ) -> None:
     workers = {name: start_worker(name) for name in ("a", "b", "c")}
     await sees(router, 3)
@@ -251,7 +253,7 @@ async def test_resume_lands_on_the_owner(
 
 
 async def test_worker_answering_503_is_skipped(
-    router: RouterProcess, registry: WorkerRegistry, start_worker: Any
+    router: RouterProcess, registry: RedisWorkerRegistry, start_worker: Any
 ) -> None:
     real = start_worker("real")
     refusing = RefusingWorker()
@@ -278,7 +280,7 @@ async def test_worker_answering_503_is_skipped(
 
 
 async def test_dead_worker_in_the_registry_is_skipped(
-    router: RouterProcess, registry: WorkerRegistry, start_worker: Any
+    router: RouterProcess, registry: RedisWorkerRegistry, start_worker: Any
 ) -> None:
     real = start_worker("real")
     await publish(registry, "dead", f"ws://127.0.0.1:{free_port()}")

@@ -141,9 +141,9 @@ async def test_a_full_worker_refuses_new_sessions_with_a_retry_hint(workers: Any
 
 
 async def test_workers_announce_themselves_in_the_registry(workers: Any, redis_url: str) -> None:
-    from wsserver.registry.redis import WorkerRegistry
+    from wsserver.registry.redis import RedisWorkerRegistry
 
-    registry = WorkerRegistry(redis_url, ttl=3.0)
+    registry = RedisWorkerRegistry(redis_url, ttl=3.0)
     a = workers(
         "a",
         *("--registry-interval", "0.2", "--max-sessions", "50", "--drain-timeout", "30"),

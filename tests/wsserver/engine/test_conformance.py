@@ -1,0 +1,171 @@
+"""The Engine contract; the simulated and the scripted engine both run this suite.
+
+Each engine answers a plain request with 30 one-token chunks and takes 4 requests at
+once. "Nothing more" is checked behind a barrier: another request submitted after
+the event and run to its end, so the engine had every chance to misbehave.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+import pytest
+
+from protocol.conversation import Turn
+from wsserver.engine.base import (
+    Engine,
+    EngineOverloaded,
+    FinishReason,
+    Generation,
+    GenerationRequest,
+    OutputChunk,
+    QueueSink,
+)
+from wsserver.engine.scripted import ScriptedEngine
+from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
+
+ANSWER_TOKENS = 30
+CAPACITY = 4
+
+
+def _words(request: GenerationRequest) -> list[OutputChunk]:
+    return [OutputChunk(f" w{index}", 1) for index in range(ANSWER_TOKENS)]
+
+
+@pytest.fixture(params=["simulated", "scripted"])
+async def engine(request: pytest.FixtureRequest) -> AsyncIterator[Engine]:
+    implementation: Engine
+    if request.param == "simulated":
+        config = SimulatedEngineConfig(
+            decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=ANSWER_TOKENS
+        )
+        implementation = SimulatedEngine(config)
+    else:
+        implementation = ScriptedEngine(_words, max_running=CAPACITY)
+    await implementation.start()
+    yield implementation
+    await implementation.close()
+
+
+def _request(rid: str, text: str = "hello", max_tokens: int = 1000) -> GenerationRequest:
+    return GenerationRequest(rid, [Turn("user", text)], max_tokens)
+
+
+@dataclass
+class RecordingSink:
+    """Every call the engine makes, in order; ``on_chunk`` runs inside ``on_output``."""
+
+    calls: list[OutputChunk | FinishReason] = field(default_factory=list)
+    on_chunk: Callable[[int], None] | None = None
+
+    def on_output(self, chunk: OutputChunk) -> None:
+        self.calls.append(chunk)
+        if self.on_chunk is not None:
+            self.on_chunk(len(self.chunks))
+
+    def on_finish(self, reason: FinishReason) -> None:
+        self.calls.append(reason)
+
+    @property
+    def chunks(self) -> list[OutputChunk]:
+        return [call for call in self.calls if isinstance(call, OutputChunk)]
+
+    @property
+    def finishes(self) -> list[FinishReason]:
+        return [call for call in self.calls if isinstance(call, FinishReason)]
+
+
+async def _run_to_end(engine: Engine, rid: str) -> tuple[Generation, list[OutputChunk]]:
+    """Submit a plain request and read it to its finish (also the barrier)."""
+    sink = QueueSink()
+    generation = engine.submit(_request(rid), sink)
+    chunks = [chunk async for chunk in sink.chunks(timeout=5)]
+    assert sink.finish_reason is not None, "the request never finished"
+    return generation, chunks
+
+
+async def test_chunks_then_exactly_one_finish(engine: Engine) -> None:
+    sink = RecordingSink()
+    generation = engine.submit(_request("a"), sink)
+    await _run_to_end(engine, "barrier-1")
+    await _run_to_end(engine, "barrier-2")
+    assert sink.finishes == [FinishReason.STOP]
+    assert sink.calls[-1] is FinishReason.STOP, "output after the finish"
+    assert len(sink.chunks) == ANSWER_TOKENS
+    assert generation.finish_reason is FinishReason.STOP
+
+
+async def test_abort_stops_output_at_once_and_reports_nothing_more(engine: Engine) -> None:
+    generations: list[Generation] = []
+    # Aborted from inside the sink, on its third chunk: not one more chunk may come.
+    sink = RecordingSink(on_chunk=lambda count: generations[0].abort() if count == 3 else None)
+    generations.append(engine.submit(_request("a"), sink))
+    await _run_to_end(engine, "barrier")
+    assert len(sink.chunks) == 3
+    assert sink.finishes == [], "an aborted request reports no finish"
+    generation = generations[0]
+    assert generation.finish_reason is FinishReason.ABORTED
+    assert generation.generated_tokens == 3
+
+
+async def test_abort_between_steps_and_after_the_finish(engine: Engine) -> None:
+    started = asyncio.Event()
+    sink = RecordingSink(on_chunk=lambda count: started.set() if count == 2 else None)
+    generation = engine.submit(_request("a"), sink)
+    await asyncio.wait_for(started.wait(), 5)
+    # Aborted from outside, between two steps: what was pushed by now is all there is.
+    generation.abort()
+    pushed = len(sink.chunks)
+    await _run_to_end(engine, "barrier")
+    assert len(sink.chunks) == pushed
+    assert sink.finishes == []
+    assert generation.generated_tokens == pushed
+    assert generation.finish_reason is FinishReason.ABORTED
+    # Aborting a finished request changes nothing.
+    done, _ = await _run_to_end(engine, "b")
+    done.abort()
+    assert done.finish_reason is FinishReason.STOP
+
+
+async def test_overload_raises_engine_overloaded(engine: Engine) -> None:
+    running = [engine.submit(_request(f"r{i}"), RecordingSink()) for i in range(CAPACITY)]
+    with pytest.raises(EngineOverloaded):
+        engine.submit(_request("one too many"), RecordingSink())
+    # An abort frees a place at once.
+    running[0].abort()
+    engine.submit(_request("now it fits"), RecordingSink())
+
+
+async def test_a_length_limited_answer_ends_with_length(engine: Engine) -> None:
+    sink = QueueSink()
+    generation = engine.submit(_request("a", max_tokens=5), sink)
+    chunks = [chunk async for chunk in sink.chunks(timeout=5)]
+    assert len(chunks) == 5
+    assert sink.finish_reason is FinishReason.LENGTH
+    assert generation.generated_tokens == 5
+
+
+async def test_token_counts(engine: Engine) -> None:
+    short = engine.submit(_request("short", "hi"), RecordingSink())
+    long = engine.submit(_request("long", "a much longer prompt than the other " * 10), QueueSink())
+    assert 0 < short.input_tokens < long.input_tokens
+    generation, chunks = await _run_to_end(engine, "counted")
+    assert generation.generated_tokens == sum(chunk.tokens for chunk in chunks) == ANSWER_TOKENS
+    assert engine.stats()["tokens_generated"] >= ANSWER_TOKENS
+
+
+async def test_a_failing_sink_ends_its_request_with_error(engine: Engine) -> None:
+    class Failing(RecordingSink):
+        def on_output(self, chunk: OutputChunk) -> None:
+            super().on_output(chunk)
+            raise RuntimeError("client went away")
+
+    sink = Failing()
+    generation = engine.submit(_request("a"), sink)
+    _, chunks = await _run_to_end(engine, "others go on")
+    assert len(chunks) == ANSWER_TOKENS
+    assert len(sink.chunks) == 1
+    assert sink.finishes == [FinishReason.ERROR]
+    assert generation.finish_reason is FinishReason.ABORTED

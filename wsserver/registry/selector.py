@@ -1,0 +1,35 @@
+"""Open the worker registry named by a URL (the same URL as the session store's)."""
+
+from __future__ import annotations
+
+from wsserver.registry.base import UnknownRegistry, WorkerRegistry
+from wsserver.store.base import SessionStore
+
+
+def open_registry(
+    url: str,
+    *,
+    ttl: float = 6.0,
+    timeout: float = 0.5,
+    sessions: SessionStore | None = None,
+) -> WorkerRegistry:
+    """``memory`` (one process; owners read from ``sessions``) or ``redis://HOST:PORT/DB``.
+
+    A memory registry is only seen by its own process: a router, which runs apart
+    from the workers, must name their Redis, so ``memory`` without ``sessions`` is
+    refused (:class:`UnknownRegistry`, as is any other URL).
+    """
+    if url == "memory":
+        if sessions is None:
+            raise UnknownRegistry(
+                "a memory registry serves one process: name the workers' store, "
+                "redis://HOST:PORT/DB"
+            )
+        from wsserver.registry.memory import MemoryWorkerRegistry
+
+        return MemoryWorkerRegistry(ttl=ttl, sessions=sessions)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from wsserver.registry.redis import RedisWorkerRegistry
+
+        return RedisWorkerRegistry(url, ttl=ttl, timeout=timeout)
+    raise UnknownRegistry(f"unknown registry {url!r}: use 'memory' or redis://HOST:PORT/DB")

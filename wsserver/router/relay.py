@@ -1,0 +1,135 @@
+"""The router's byte relay: open a worker, hand it the request head, then splice.
+
+Frames are never parsed: close codes, pings and every message pass through as the
+peers sent them. A worker is committed to only once it answered the head, so a
+refusal (503) or silence sends the client to the next candidate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from dataclasses import dataclass
+
+from wsserver.frontdoor.tls import client_context
+from wsserver.registry.base import WorkerInfo
+from wsserver.router.http import END_OF_HEAD, response_status
+from wsserver.router.settings import RouterSettings
+
+# The server's logger: these lines were the server's before the relay had its own module,
+# and operators filter on the name.
+log = logging.getLogger("wsserver.router.server")
+
+CHUNK = 65536
+"""Bytes read per call, and the stream buffers' limit."""
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """A worker that answered the request head."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    status: int
+    response: bytes
+    """The worker's response head, byte for byte."""
+
+
+class Relay:
+    """Opens connections to workers and copies bytes between them and clients."""
+
+    def __init__(self, settings: RouterSettings, counters: dict[str, int]) -> None:
+        self.settings = settings
+        self.counters = counters
+        """The router's counters: ``worker_failures`` and ``active`` are kept here."""
+        self._worker_tls: ssl.SSLContext | None = None
+
+    async def open(self, worker: WorkerInfo, head: bytes) -> Upstream | None:
+        """Connect to ``worker``, send ``head``, read its response head; None if it failed."""
+        timeout = self.settings.connect_timeout
+        try:
+            host, port = worker.address
+            tls = self._worker_context() if worker.url.startswith("wss://") else None
+            async with asyncio.timeout(timeout):
+                up_reader, up_writer = await asyncio.open_connection(
+                    host, port, limit=CHUNK, ssl=tls, server_hostname=host if tls else None
+                )
+        except (OSError, TimeoutError, ValueError) as exc:
+            self.counters["worker_failures"] += 1
+            log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
+            return None
+        try:
+            tune(up_writer, self.settings.tcp_user_timeout)
+            up_writer.write(head)
+            async with asyncio.timeout(timeout):
+                await up_writer.drain()
+                response = await up_reader.readuntil(END_OF_HEAD)
+            return Upstream(up_reader, up_writer, response_status(response), response)
+        except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
+            self.counters["worker_failures"] += 1
+            log.info("worker %s did not answer: %s", worker.worker_id, exc or type(exc).__name__)
+        except BaseException:
+            up_writer.transport.abort()
+            raise
+        up_writer.transport.abort()
+        return None
+
+    def _worker_context(self) -> ssl.SSLContext:
+        """TLS to wss:// workers, verified against ``--worker-ca-file`` or the system's CAs."""
+        if self._worker_tls is None:
+            self._worker_tls = client_context(self.settings.worker_ca_file)
+        return self._worker_tls
+
+    async def splice(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: Upstream
+    ) -> None:
+        """Copy both ways until both sides closed; an error on either side ends both."""
+        up_reader, up_writer = upstream.reader, upstream.writer
+        self.counters["active"] += 1
+        pumps = [
+            asyncio.create_task(pump(reader, up_writer)),
+            asyncio.create_task(pump(up_reader, writer)),
+        ]
+        try:
+            done, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            if pending and all(task.exception() is None for task in done):
+                # Half-closed: the other side may still be sending (its close frame, the
+                # rest of a response). Bounded, so a peer that never closes cannot pin us.
+                await asyncio.wait(pending, timeout=self.settings.linger_timeout)
+        except asyncio.CancelledError:
+            up_writer.transport.abort()
+            raise
+        finally:
+            self.counters["active"] -= 1
+            for task in pumps:
+                task.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
+            up_writer.close()
+
+
+def tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
+    """No Nagle delay, keepalives, and a bound on unacknowledged data (Linux)."""
+    sock = writer.get_extra_info("socket")
+    with contextlib.suppress(OSError, AttributeError):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if user_timeout and hasattr(socket, "TCP_USER_TIMEOUT"):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
+
+
+async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    """Copy ``src`` to ``dst`` with backpressure, then half-close ``dst``."""
+    while data := await src.read(CHUNK):
+        dst.write(data)
+        await dst.drain()
+    if dst.is_closing():
+        return
+    if dst.can_write_eof():
+        with contextlib.suppress(OSError):
+            dst.write_eof()
+    else:
+        # TLS has no half-close; without this the peer waits out its close timeout.
+        dst.close()

@@ -1,0 +1,91 @@
+"""How the Redis store lays a session out: its key names, and its fields read back.
+
+Keys of a session (one hash slot, thanks to the ``{session-id}`` tag):
+
+* ``wss:{id}:meta``    hash: token hash, created_at, epoch, owner, snapshots, log_bytes
+* ``wss:{id}:log``     stream: one entry per event, entry id ``<seq>-0``
+* ``wss:{id}:partial`` string: persisted text of the latest response
+* ``wss:{id}:lease``   string: the owner's id, expiring unless renewed
+* ``wss:{id}:usage``   list: the usage ledger, one JSON entry per response
+* ``wss:{id}:tools``   hash: the tool-call ledger (layout in ``redis_scripts``),
+  with the record's TTL, deleted with it
+
+and one key per client token that opened sessions, ``wss:token:{jti}:sessions``
+(the count, living as long as the token). The worker registry reads the lease
+(:func:`lease_key`) to find a session's owner, and never writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from wsserver.store.base import SessionRecord, ToolCallRecord
+
+
+def session_keys(session_id: str) -> tuple[str, str, str, str, str]:
+    """meta, log, partial, lease and tools: the keys the store's scripts take."""
+    tag = "{" + session_id + "}"
+    return (
+        f"wss:{tag}:meta",
+        f"wss:{tag}:log",
+        f"wss:{tag}:partial",
+        f"wss:{tag}:lease",
+        f"wss:{tag}:tools",
+    )
+
+
+def lease_key(session_id: str) -> str:
+    """The owner lease of a session: the owner's id, expiring unless renewed."""
+    return "wss:{" + session_id + "}:lease"
+
+
+def usage_key(session_id: str) -> str:
+    """The usage ledger of a session."""
+    return "wss:{" + session_id + "}:usage"
+
+
+def client_token_key(token_id: str) -> str:
+    """The count of sessions a client token opened."""
+    return "wss:token:{" + token_id + "}:sessions"
+
+
+def milliseconds(seconds: float) -> int:
+    """A TTL for Redis: whole milliseconds, at least one (0 would not expire)."""
+    return max(1, int(seconds * 1000))
+
+
+def compact_json(data: dict[str, Any]) -> str:
+    """JSON without spaces, as the ledger stores it."""
+    return json.dumps(data, separators=(",", ":"))
+
+
+def read_tool_call(call: bytes, outcome: bytes | None) -> ToolCallRecord:
+    """A ledger entry from its stored ``[order, record]`` and outcome, if any."""
+    data: dict[str, Any] = json.loads(call)[1]
+    if outcome is not None:
+        data.update(json.loads(outcome))
+    return ToolCallRecord.from_dict(data)
+
+
+def seq_of(entry_id: bytes) -> int:
+    """The event seq of a log entry id ``<seq>-0``."""
+    return int(entry_id.split(b"-", 1)[0])
+
+
+def read_record(
+    session_id: str, fields: dict[bytes, bytes], partial: bytes | None, lease_live: bool
+) -> SessionRecord:
+    """A session record from its meta hash, partial text and whether its lease is held."""
+    return SessionRecord(
+        session_id=session_id,
+        token_hash=fields[b"token_hash"].decode(),
+        created_at=float(fields[b"created_at"]),
+        epoch=int(fields[b"epoch"]),
+        owner=fields.get(b"owner", b"").decode() or None,
+        owner_live=lease_live,
+        conversation=json.loads(fields.get(b"conversation", b"{}")),
+        stream=json.loads(fields.get(b"stream", b"{}")),
+        partial_text=partial.decode() if partial else "",
+        principal=fields.get(b"principal", b"anonymous").decode(),
+    )

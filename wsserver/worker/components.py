@@ -1,0 +1,106 @@
+"""What a worker is built from: the implementations its settings name.
+
+:class:`~wsserver.worker.settings.Settings` is plain data (names and numbers); the
+engine, the store, the registry, the voice-activity detector and the front door are
+chosen and built here, through each package's selector, when the worker starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from wsserver.audio.input import AudioInputLimits
+from wsserver.engine.base import Engine
+from wsserver.engine.selector import EngineOptions, UnknownEngine, open_engine
+from wsserver.frontdoor.addresses import parse_networks
+from wsserver.frontdoor.gate import FrontDoor
+from wsserver.frontdoor.origin import OriginPolicy
+from wsserver.frontdoor.quotas import QuotaLimits, Quotas
+from wsserver.registry.base import UnknownRegistry, WorkerRegistry
+from wsserver.registry.selector import open_registry
+from wsserver.store.base import SessionStore, UnknownStore
+from wsserver.store.selector import open_store
+from wsserver.worker.errors import WorkerConfigError
+from wsserver.worker.settings import Settings
+
+
+def engine_of(settings: Settings) -> Engine:
+    """The engine ``--engine`` names, with its speed and capacity flags."""
+    options = EngineOptions(
+        decode_rate=settings.decode_rate,
+        slots=settings.engine_slots,
+        max_queue=settings.engine_queue,
+        prefill_per_token_ms=settings.prefill_per_token_ms,
+        answer_tokens=settings.answer_tokens,
+    )
+    try:
+        return open_engine(settings.engine, options)
+    except UnknownEngine as exc:
+        raise WorkerConfigError(f"--engine: {exc}") from exc
+
+
+def store_of(settings: Settings) -> SessionStore:
+    """The session store ``--store`` names."""
+    try:
+        return open_store(settings.store, settings.store_limits(), timeout=settings.store_timeout)
+    except UnknownStore as exc:
+        raise WorkerConfigError(f"--store: {exc}") from exc
+
+
+def registry_of(settings: Settings, sessions: SessionStore) -> WorkerRegistry:
+    """The registry routers read, in the same place as the sessions (``--store``)."""
+    try:
+        return open_registry(
+            settings.store,
+            # Lapses three intervals after the last entry: a killed worker disappears
+            # from routers' lists without anyone cleaning up.
+            ttl=settings.registry_interval * 3,
+            timeout=settings.store_timeout,
+            sessions=sessions,
+        )
+    except UnknownRegistry as exc:
+        raise WorkerConfigError(f"--store: {exc}") from exc
+
+
+def check_detector(settings: Settings) -> None:
+    """Load the neural detector now if ``--vad silero``: fail at startup, not at the
+    first voice session (raises ``VadUnavailable``)."""
+    if settings.vad == "silero":
+        from wsserver.audio.silero import load_model
+
+        load_model()
+
+
+def audio_limits(settings: Settings) -> AudioInputLimits:
+    """Bounds on a session's input audio."""
+    return AudioInputLimits(
+        max_turn_ms=settings.audio_max_turn_ms, max_ahead_ms=settings.audio_max_ahead_ms
+    )
+
+
+def quota_limits(settings: Settings) -> QuotaLimits:
+    """Quotas and rates per client address and principal."""
+    return QuotaLimits(
+        sessions_per_principal=settings.max_sessions_per_principal,
+        sessions_per_ip=settings.max_sessions_per_ip,
+        connections_per_principal=settings.max_connections_per_principal,
+        connections_per_ip=settings.max_connections_per_ip,
+        handshakes_per_second_per_ip=settings.handshakes_per_second_per_ip,
+        handshake_burst_per_ip=settings.handshake_burst_per_ip,
+        messages_per_second_per_principal=settings.messages_per_second_per_principal,
+        message_burst_per_principal=settings.message_burst_per_principal,
+        failed_resumes_per_minute=settings.failed_resumes_per_minute,
+        failed_resume_burst=settings.failed_resume_burst,
+        table_size=settings.quota_table_size,
+        ipv6_prefix=settings.quota_ipv6_prefix,
+        exempt=parse_networks(settings.quota_exempt),
+    )
+
+
+def front_door(settings: Settings, live: Callable[[str], bool]) -> FrontDoor:
+    """The Origin allowlist and quotas; ``live`` tells whether a session is still here."""
+    return FrontDoor(
+        OriginPolicy.from_text(settings.allowed_origins),
+        Quotas(quota_limits(settings), live),
+        parse_networks(settings.trusted_proxies),
+    )
