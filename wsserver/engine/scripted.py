@@ -1,5 +1,5 @@
 """Scripted output: what the simulated engine "decides" beyond plain text (tool calls
-and JSON), and :class:`ScriptedEngine`, which plays any given script as an engine.
+and JSON).
 
 Deterministic scripts, so tests and demos know what comes:
 
@@ -16,30 +16,21 @@ writes them. A script never holds more than the request's ``max_output_tokens``
 (plus one, so the engine sees the answer was longer): a schema that asks for
 200,000 items, or arrays nested in arrays, costs what the output budget allows,
 not what the schema asks for.
-
-:class:`ScriptedEngine` answers each request with the chunks its script gives for it,
-one per step, with the engine contract's abort, overload and usage counts but no
-shared decode loop, prefill or pacing: tests that need exact output use it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hashlib
 import json
 import logging
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.conversation import Turn
 from wsserver.engine.base import (
-    EngineOverloaded,
-    FinishReason,
     GenerationRequest,
-    GenerationSink,
     OutputChunk,
     ToolCallFragment,
 )
@@ -243,116 +234,3 @@ def _number(value: Any, default: int) -> int:
     if isinstance(value, float) and not math.isfinite(value):
         return default
     return math.ceil(value)
-
-
-Script = Callable[[GenerationRequest], Sequence[OutputChunk]]
-"""The chunks a request is answered with."""
-
-
-class ScriptedGeneration:
-    """One request playing its script, a chunk per step, in its own task."""
-
-    def __init__(
-        self, engine: ScriptedEngine, request: GenerationRequest, sink: GenerationSink
-    ) -> None:
-        self._engine = engine
-        self.request = request
-        self._sink = sink
-        self._input_tokens = count_prompt_tokens(request.prompt)
-        self._tokens = 0
-        self._finish: FinishReason | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    @property
-    def input_tokens(self) -> int:
-        return self._input_tokens
-
-    @property
-    def generated_tokens(self) -> int:
-        return self._tokens
-
-    @property
-    def finish_reason(self) -> FinishReason | None:
-        return self._finish
-
-    def abort(self) -> None:
-        if self._finish is not None:
-            return
-        self._finish = FinishReason.ABORTED
-        if self._task is not None and self._task is not asyncio.current_task():
-            self._task.cancel()
-        self._engine.release(self)
-
-    @property
-    def task(self) -> asyncio.Task[None] | None:
-        """The task playing the script (None before :meth:`begin`)."""
-        return self._task
-
-    def begin(self, chunks: Sequence[OutputChunk]) -> None:
-        """Start playing ``chunks`` in a task of its own."""
-        self._task = asyncio.create_task(
-            self._play(chunks), name=f"script {self.request.request_id}"
-        )
-
-    async def _play(self, chunks: Sequence[OutputChunk]) -> None:
-        """Push the chunks, then one finish; stops at once when aborted."""
-        limit = self.request.max_output_tokens
-        reason = FinishReason.STOP
-        if any(chunk.tool_call is not None for chunk in chunks):
-            reason = FinishReason.TOOL_CALLS
-        if len(chunks) > limit:
-            chunks, reason = chunks[:limit], FinishReason.LENGTH
-        try:
-            for chunk in chunks:
-                await asyncio.sleep(self._engine.step_s)
-                if self._finish is not None:
-                    return
-                self._tokens += chunk.tokens
-                self._engine.tokens_generated += chunk.tokens
-                self._sink.on_output(chunk)
-            if self._finish is None:
-                self._finish = reason
-                self._engine.release(self)
-                self._sink.on_finish(reason)
-        except Exception:
-            # As in the simulated engine: the request still ends for its owner.
-            log.exception("output of %s failed; aborting it", self.request.request_id)
-            self.abort()
-            with contextlib.suppress(Exception):
-                self._sink.on_finish(FinishReason.ERROR)
-
-
-class ScriptedEngine:
-    """An engine whose every answer is what ``script`` says, up to ``max_running`` at once."""
-
-    def __init__(self, script: Script, *, max_running: int = 64, step_s: float = 0.0) -> None:
-        self.script = script
-        self.max_running = max_running
-        self.step_s = step_s
-        """Seconds between chunks (0: as fast as the event loop goes)."""
-        self._running: set[ScriptedGeneration] = set()
-        self.tokens_generated = 0
-
-    async def start(self) -> None:
-        """Nothing to start: each request runs in its own task."""
-
-    async def close(self) -> None:
-        running = list(self._running)
-        for generation in running:
-            generation.abort()
-        await asyncio.gather(*(g.task for g in running if g.task), return_exceptions=True)
-
-    def submit(self, request: GenerationRequest, sink: GenerationSink) -> ScriptedGeneration:
-        if len(self._running) >= self.max_running:
-            raise EngineOverloaded(f"scripted engine is full ({self.max_running} running)")
-        generation = ScriptedGeneration(self, request, sink)
-        self._running.add(generation)
-        generation.begin(list(self.script(request)))
-        return generation
-
-    def release(self, generation: ScriptedGeneration) -> None:
-        """Free the request's place at once."""
-        self._running.discard(generation)
-
-    def stats(self) -> dict[str, int]:
-        return {"running": len(self._running), "tokens_generated": self.tokens_generated}

@@ -1,4 +1,4 @@
-"""The Engine contract; the simulated and the scripted engine both run this suite.
+"""The Engine contract, run against every engine (today the simulated one).
 
 Each engine answers a plain request with 30 one-token chunks and takes 4 requests at
 once. "Nothing more" is checked behind a barrier: another request submitted after
@@ -23,27 +23,20 @@ from wsserver.engine.base import (
     OutputChunk,
     QueueSink,
 )
-from wsserver.engine.scripted import ScriptedEngine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
 ANSWER_TOKENS = 30
 CAPACITY = 4
 
 
-def _words(request: GenerationRequest) -> list[OutputChunk]:
-    return [OutputChunk(f" w{index}", 1) for index in range(ANSWER_TOKENS)]
-
-
-@pytest.fixture(params=["simulated", "scripted"])
+# Every engine runs this suite; the OpenAI-compatible and local engines join it.
+@pytest.fixture(params=["simulated"])
 async def engine(request: pytest.FixtureRequest) -> AsyncIterator[Engine]:
-    implementation: Engine
-    if request.param == "simulated":
-        config = SimulatedEngineConfig(
-            decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=ANSWER_TOKENS
-        )
-        implementation = SimulatedEngine(config)
-    else:
-        implementation = ScriptedEngine(_words, max_running=CAPACITY)
+    assert request.param == "simulated"
+    config = SimulatedEngineConfig(
+        decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=ANSWER_TOKENS
+    )
+    implementation: Engine = SimulatedEngine(config)
     await implementation.start()
     yield implementation
     await implementation.close()

@@ -1,4 +1,4 @@
-"""The scripted engine's schema-driven output: valid where it can be, bounded always.
+"""The scripted output's schema-driven values: valid where it can be, bounded always.
 
 A script never holds more than the request's output budget (plus one chunk, so
 the engine knows the answer was cut), whatever the schema asks for: the work
