@@ -212,9 +212,9 @@ async def test_no_secret_in_repr_or_debug_logs(
     async with client:
         # A resume on a new connection sends the resume token.
         stand_in.connections[0].transport.abort()
-        await _until(lambda: len(stand_in.connections) == 2 and client._open.is_set())
+        await _until(lambda: len(stand_in.connections) == 2 and client._connection.connected)
         assert client.state.resume_token == RESUME_TOKEN
-        text = repr(client) + repr(client._credentials)
+        text = repr(client) + repr(client._handshake.credentials)
     # The stand-in's own (server) log is not the SDK's: leave it out.
     logged = "\n".join(
         r.getMessage() for r in caplog.records if not r.name.startswith("websockets.server")

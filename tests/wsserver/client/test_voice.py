@@ -123,7 +123,7 @@ async def test_sdk_resends_unacknowledged_audio_after_a_drop(start_server: Start
         client.drop_connection()
         # Sent while disconnected: kept, and sent after the resume.
         await client.send_audio(silence(200))
-        await wait_until(lambda: client.reconnects >= 1 and client._open.is_set())
+        await wait_until(lambda: client.reconnects >= 1 and client._connection.connected)
         runtime = server.sessions[client.session_id or ""]
         assert runtime.voice is not None
         await wait_until(lambda: runtime.voice is not None and runtime.voice.input.last_seq == 4)
