@@ -21,13 +21,7 @@ from websockets.http11 import Request, Response
 
 from protocol.codes import CLOSE_CODES, CloseCodeInfo, Disposition
 from tests.processes import WSSERVER, cli_env
-from wsserver.client.session_client import (
-    AuthenticationError,
-    Backoff,
-    ClientError,
-    SessionClient,
-    SessionClosed,
-)
+from wsserver.client import AuthenticationError, Backoff, ClientError, SessionClient, SessionClosed
 
 KEY = "wk_live_0123456789abcdef"
 TOKEN = "ct_9876543210fedcba"

@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 
 from tests.wsserver.conftest import StartServer, url_of
-from wsserver.client.session_client import SessionClient
+from wsserver.client import SessionClient
 
 WEATHER = {
     "type": "object",

@@ -12,7 +12,7 @@ import pytest
 from tests.wsserver.audio_fixtures import BYTES_PER_MS, pcm, silence
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.wire import wait_until
-from wsserver.client.session_client import SessionClient
+from wsserver.client import SessionClient
 
 DECODE_RATE = 20.0
 TOKEN_AUDIO_MS = 1000 / DECODE_RATE
