@@ -16,7 +16,7 @@ from wsserver.cli.event_loop import run_command
 from wsserver.cli.keys import add_keys_parser, run_keys
 from wsserver.cli.router import add_router_parser, run_router
 from wsserver.cli.serve import add_serve_parser, run_serve
-from wsserver.cli.usage import add_usage_parser, print_usage
+from wsserver.cli.usage import add_usage_parser, run_usage
 from wsserver.cli.voice_chat import run_voice_chat
 
 
@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "router":
         return run_router(args)
     if args.command == "usage":
-        return run_command(print_usage(args))
+        return run_command(run_usage(args))
     if args.command == "keys":
         return run_keys(args)
     if args.audio_in is not None:

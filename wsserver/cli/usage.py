@@ -46,7 +46,7 @@ def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     usage.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
-async def print_usage(args: argparse.Namespace) -> int:
+async def run_usage(args: argparse.Namespace) -> int:
     """Read the ledger from the store or a worker and print it; 1 if there is none."""
     store_url = args.store or (None if args.url else os.environ.get(ENV_PREFIX + "STORE"))
     try:

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from wsserver.client.results import (
-    AuthenticationError,
-    Backoff,
-    ClientError,
-    ResponseResult,
-    SessionClosed,
-)
+from wsserver.client.backoff import Backoff
+from wsserver.client.errors import AuthenticationError, ClientError, SessionClosed
+from wsserver.client.results import ResponseResult
 from wsserver.client.session_client import SessionClient
 
 __all__ = [

@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from protocol.client_session import TRUNCATED
-from wsserver.client.results import ResponseResult, SessionClosed
+from wsserver.client.errors import SessionClosed
+from wsserver.client.results import ResponseResult
 
 _END = object()
 """Queued after the last event: the session ended."""

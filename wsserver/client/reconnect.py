@@ -24,10 +24,11 @@ from protocol.client_session import ClientSession, ClientState, SequenceGap
 from protocol.codes import CLOSE_CODES, ERROR_CODES, Disposition, close_disposition
 from protocol.encoding import Codec
 from protocol.errors import ProtocolError
+from wsserver.client.backoff import Backoff
 from wsserver.client.ending import end_on_server
+from wsserver.client.errors import AuthenticationError, ClientError, SessionClosed
 from wsserver.client.event_stream import EventStream
 from wsserver.client.handshake import Handshake, close_code, refusal, session_url
-from wsserver.client.results import AuthenticationError, Backoff, ClientError, SessionClosed
 
 # Close codes a server uses to refuse credentials: ended as an AuthenticationError.
 _AUTH_CLOSE_NAMES = frozenset({"unauthorized", "forbidden"})

@@ -12,8 +12,8 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 
 from protocol.client_session import ClientState
+from wsserver.client.errors import ClientError
 from wsserver.client.reconnect import ReconnectingConnection
-from wsserver.client.results import ClientError
 
 
 class ResponseRequests:

@@ -44,19 +44,15 @@ from protocol.client_session import ClientSession
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL, Codec, codec_for
 from wsserver.client import messages
 from wsserver.client.auth import Credentials
+from wsserver.client.backoff import Backoff
 from wsserver.client.delegation import Delegated
+from wsserver.client.errors import AuthenticationError, ClientError, SessionClosed
 from wsserver.client.handshake import Handshake
 from wsserver.client.microphone import Microphone
 from wsserver.client.playback import RealtimePlayer
 from wsserver.client.reconnect import ConnectionHooks, ReconnectingConnection
 from wsserver.client.response_requests import ResponseRequests
-from wsserver.client.results import (
-    AuthenticationError,
-    Backoff,
-    ClientError,
-    ResponseResult,
-    SessionClosed,
-)
+from wsserver.client.results import ResponseResult
 from wsserver.client.tools import ToolBox, ToolExecutor, ToolHandler, describe_handler
 from wsserver.client.voice import VoiceChannel
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
+from wsserver.client.errors import ClientError
 from wsserver.client.reconnect import ReconnectingConnection
-from wsserver.client.results import ClientError
 
 log = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
+from wsserver.client.errors import ClientError
 from wsserver.client.microphone import Microphone
 from wsserver.client.playback import RealtimePlayer
 from wsserver.client.reconnect import ReconnectingConnection
-from wsserver.client.results import ClientError
 
 DEFAULT_SAMPLE_RATE = 16000
 

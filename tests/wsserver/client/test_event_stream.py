@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from wsserver.client.errors import SessionClosed
 from wsserver.client.event_stream import EventStream
-from wsserver.client.results import SessionClosed
 
 
 def _stream(reason: list[str]) -> EventStream:
