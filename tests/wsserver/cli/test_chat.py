@@ -11,6 +11,7 @@ import pytest
 
 from tests.processes import WSSERVER, WorkerProcess
 from tests.processes import cli_env as _env
+from tests.wsserver.client.stand_in import KEY, TOKEN, run_cli, running_stand_in
 
 
 def _read_url(process: subprocess.Popen[str]) -> str:
@@ -125,3 +126,28 @@ def test_chat_answers_tool_calls_from_its_demo_tools() -> None:
     assert '[tool call get_weather {"city": "Paris"}]' in result.stdout
     assert '"city": "Paris", "temperature_c"' in result.stdout
     assert "[completed;" in result.stdout
+
+
+async def test_chat_sends_the_credentials_and_reports_a_refusal() -> None:
+    async with running_stand_in() as stand_in:
+        stand_in.plan = [(401, {})]
+        code, output = await run_cli(
+            "chat", "--url", stand_in.url, "--api-key", KEY, "--client-token", TOKEN, "hi"
+        )
+        assert code == 1
+        assert "http 401" in output
+        assert KEY not in output and TOKEN not in output
+        (request,) = stand_in.requests
+        assert request.headers["Authorization"] == f"Bearer {KEY}"
+        assert request.headers["Sec-WebSocket-Protocol"].endswith(f"wsserver.token.{TOKEN}")
+
+
+async def test_chat_takes_the_credentials_from_the_environment() -> None:
+    async with running_stand_in() as stand_in:
+        stand_in.plan = [(403, {})]
+        code, output = await run_cli(
+            "chat", "--url", stand_in.url, "hi", WSSERVER_API_KEY=KEY, WSSERVER_CLIENT_TOKEN=TOKEN
+        )
+        assert (code, "http 403" in output) == (1, True)
+        (request,) = stand_in.requests
+        assert request.headers["Authorization"] == f"Bearer {KEY}"
