@@ -74,7 +74,7 @@ def session_url(url: str, session_id: str | None) -> str:
     return f"{url}{separator}session_id={session_id}"
 
 
-def close_code(ws: ClientConnection | None) -> int | None:
+def close_code_of(ws: ClientConnection | None) -> int | None:
     """The code a connection was closed with (None: it never opened)."""
     if ws is None:
         return None

@@ -28,7 +28,7 @@ from wsserver.client.backoff import Backoff
 from wsserver.client.ending import end_on_server
 from wsserver.client.errors import AuthenticationError, ClientError, SessionClosed
 from wsserver.client.event_stream import EventStream
-from wsserver.client.handshake import Handshake, close_code, refusal, session_url
+from wsserver.client.handshake import Handshake, close_code_of, refusal, session_url
 
 # Close codes a server uses to refuse credentials: ended as an AuthenticationError.
 _AUTH_CLOSE_NAMES = frozenset({"unauthorized", "forbidden"})
@@ -250,7 +250,7 @@ class ReconnectingConnection:
             self._open.clear()
             ws_done = self._ws
             self._ws = None
-        return self._after_connection(close_code(ws_done))
+        return self._after_connection(close_code_of(ws_done))
 
     def _after_connection(self, code: int | None) -> bool:
         """Record how a connection ended, end the session if that was terminal.

@@ -11,7 +11,7 @@ from websockets.http11 import Response
 
 from protocol.encoding import JSON_SUBPROTOCOL
 from wsserver.client.auth import Credentials
-from wsserver.client.handshake import Handshake, Refusal, close_code, refusal, session_url
+from wsserver.client.handshake import Handshake, Refusal, close_code_of, refusal, session_url
 
 
 def test_a_resume_names_its_session_in_the_url() -> None:
@@ -42,7 +42,7 @@ def test_other_refusals_are_retried_like_drops() -> None:
 
 
 def test_a_connection_that_never_opened_has_no_close_code() -> None:
-    assert close_code(None) is None
+    assert close_code_of(None) is None
 
 
 def test_tls_options_only_for_wss_and_no_secret_in_the_log() -> None:
