@@ -1,4 +1,4 @@
-"""``wsserver chat``: a terminal client built on the SDK."""
+"""``wsserver chat``: a terminal client built on the SDK (``--audio-in``: :mod:`.voice_chat`)."""
 
 from __future__ import annotations
 
