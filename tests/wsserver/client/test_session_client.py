@@ -38,3 +38,23 @@ async def test_open_fails_cleanly_without_a_server() -> None:
     client = SessionClient("ws://127.0.0.1:9", open_timeout=1.0, backoff=Backoff(max_attempts=1))
     with pytest.raises((SessionClosed, TimeoutError, OSError)):
         await client.open()
+
+
+# The SDK's public surface as the README, the CLI, the load tests and the SDK's users
+# reach it: methods, properties and attributes (every one settable, as it always was).
+PUBLIC_NAMES = {
+    *("open", "close", "drop_connection", "send", "send_text", "create_response", "ask"),
+    *("continue_response", "interrupt", "cancel", "ping", "next_event", "events"),
+    *("collect_response", "send_audio", "stream_audio", "commit_audio", "clear_audio"),
+    *("report_playback", "register_tool", "send_tool_result", "url", "session_id"),
+    *("last_seq", "urls", "state", "codec", "subprotocol", "instructions", "audio"),
+    *("max_output_tokens", "reconnect", "backoff", "open_timeout", "close_timeout", "ssl"),
+    *("ready", "reconnects", "close_code", "close_codes", "sequence_gaps", "toolbox"),
+    *("run_tools", "microphone", "player", "sample_rate", "playback_report_interval"),
+}
+
+
+def test_the_public_names_stay() -> None:
+    client = SessionClient("ws://127.0.0.1:1")
+    names = {n for n in dir(client) if not n.startswith("_")}
+    assert names >= PUBLIC_NAMES, PUBLIC_NAMES - names
