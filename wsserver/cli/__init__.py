@@ -1,1 +1,1 @@
-"""The ``wsserver`` command: serve, route, chat, voice, keys, usage."""
+"""The ``wsserver`` command: serve, router, chat (and voice chat), keys, usage."""

@@ -1,5 +1,9 @@
 """``python -m wsserver.cli``: the ``wsserver`` command."""
 
+from __future__ import annotations
+
+import sys
+
 from wsserver.cli.main import main
 
-main()
+sys.exit(main())

@@ -1,4 +1,4 @@
-"""``wsserver chat``: a terminal client built on the SDK."""
+"""``wsserver chat``: a terminal client built on the SDK (``--audio-in``: :mod:`.voice_chat`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,85 @@ import threading
 from typing import Any
 
 from wsserver.cli.demo_tools import DEMO_TOOLS
-from wsserver.client.session_client import ClientError, SessionClient, SessionClosed
+from wsserver.client import ClientError, SessionClient, SessionClosed
+from wsserver.client.auth import API_KEY_ENV, CLIENT_TOKEN_ENV
+
+
+def add_chat_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``chat``: one question, an interactive chat, or a WAV file as the microphone."""
+    chat = commands.add_parser(
+        "chat",
+        help="chat with a server from the terminal",
+        description="Stream an answer. With PROMPT, print it and exit 0 after response.done. "
+        "Without PROMPT, an interactive chat: type a line to ask, press Enter while an "
+        "answer streams to interrupt it, Ctrl-D to quit.",
+    )
+    chat.add_argument("prompt", nargs="?", metavar="PROMPT", help="one question to ask")
+    chat.add_argument("--url", default="ws://127.0.0.1:8765", help="server URL")
+    chat.add_argument(
+        "--encoding", choices=("json", "msgpack"), default="json", help="wire encoding"
+    )
+    chat.add_argument("--instructions", default=None, help="system instructions")
+    chat.add_argument(
+        "--max-output-tokens", type=int, default=None, help="upper bound on the answer length"
+    )
+    chat.add_argument(
+        "--open-timeout",
+        type=float,
+        default=5.0,
+        help="seconds to keep trying to open the session",
+    )
+    chat.add_argument("--verbose", action="store_true", help="also print every event (seq, type)")
+    add_credential_arguments(chat)
+    chat.add_argument(
+        "--tools",
+        action="store_true",
+        help="declare a demo tool set (get_weather, get_time) and answer the model's calls "
+        "from it; try: wsserver chat --tools 'weather in Paris and Oslo?'",
+    )
+    chat.add_argument(
+        "--audio-in",
+        metavar="FILE.wav",
+        default=None,
+        help="stream a WAV file (mono PCM16, 16 or 24 kHz) as the microphone at real-time pace; "
+        "with PROMPT it starts --audio-delay seconds into the spoken answer (a barge-in); "
+        "exits 0 when the spoken turn is answered",
+    )
+    chat.add_argument(
+        "--audio-out",
+        metavar="FILE.wav",
+        default=None,
+        help="with --audio-in: write the spoken answer to a WAV file",
+    )
+    chat.add_argument(
+        "--audio-delay",
+        type=float,
+        default=None,
+        help="with --audio-in: seconds before the file starts (default 1 with PROMPT, else 0)",
+    )
+    chat.add_argument(
+        "--turn-detection",
+        choices=("server_vad", "manual"),
+        default="server_vad",
+        help="with --audio-in: the server finds the turn (server_vad), or the end of the file "
+        "commits it (manual)",
+    )
+
+
+def add_credential_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--api-key`` and ``--client-token`` of the SDK's commands (flags show in ``ps``)."""
+    parser.add_argument(
+        "--api-key",
+        default=None,
+        help="an API key or a JWT, sent as Authorization: Bearer (prefer the environment: "
+        f"[env {API_KEY_ENV}])",
+    )
+    parser.add_argument(
+        "--client-token",
+        default=None,
+        help="a short-lived client token minted by your backend, sent as the WebSocket "
+        f"subprotocol wsserver.token.<token> [env {CLIENT_TOKEN_ENV}]",
+    )
 
 
 def stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:

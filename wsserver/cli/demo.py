@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from wsserver.cli.demo_tools import get_weather
-from wsserver.client.session_client import SessionClient
+from wsserver.client import SessionClient
 from wsserver.engine.synthetic_voice import SyntheticVoice
 
 _RATE = 16000

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from wsserver.cli.event_loop import run_command
 from wsserver.frontdoor.errors import FrontDoorConfigError
 from wsserver.frontdoor.redaction import install_redaction
 from wsserver.router.server import ROUTER_ENV_PREFIX, Router, RouterSettings
@@ -62,13 +63,7 @@ def run_router(args: argparse.Namespace) -> int:
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     install_redaction()
-    try:
-        import uvloop
-    except ImportError:
-        result: int = asyncio.run(_router_async(settings))
-    else:
-        result = uvloop.run(_router_async(settings))
-    return result
+    return run_command(_router_async(settings))
 
 
 async def _router_async(settings: RouterSettings) -> int:

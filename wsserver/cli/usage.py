@@ -18,7 +18,35 @@ from wsserver.worker.settings import ENV_PREFIX
 from wsserver.worker.usage_report import format_usage, usage_report
 
 
-async def print_usage(args: argparse.Namespace) -> int:
+def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``usage SESSION_ID``: from the store (``--store``) or a worker (``--url``)."""
+    usage = commands.add_parser(
+        "usage",
+        help="print a session's usage ledger",
+        description="Print every response's usage (input, generated, delivered and wasted "
+        "tokens) and the session totals, read from the session store (--store) or from a "
+        "running worker's /usage endpoint (--url). The ledger outlives the session.",
+    )
+    usage.add_argument("session_id", metavar="SESSION_ID")
+    source = usage.add_mutually_exclusive_group()
+    source.add_argument(
+        "--store",
+        default=None,
+        help=f"redis://HOST:PORT/DB to read directly [env {ENV_PREFIX}STORE]",
+    )
+    source.add_argument(
+        "--url", default=None, help="a worker's base URL, e.g. http://127.0.0.1:8765"
+    )
+    usage.add_argument(
+        "--api-key",
+        default=None,
+        help=f"with --url: an API key or JWT for the worker's /usage endpoint, sent as "
+        f"Authorization: Bearer (prefer the environment: [env {API_KEY_ENV}])",
+    )
+    usage.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+async def run_usage(args: argparse.Namespace) -> int:
     """Read the ledger from the store or a worker and print it; 1 if there is none."""
     store_url = args.store or (None if args.url else os.environ.get(ENV_PREFIX + "STORE"))
     try:

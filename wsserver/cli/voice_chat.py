@@ -17,7 +17,7 @@ import wave
 from pathlib import Path
 from typing import Any
 
-from wsserver.client.session_client import ClientError, SessionClient, SessionClosed
+from wsserver.client import ClientError, SessionClient, SessionClosed
 
 _TRAILING_SILENCE_MS = 1000
 _NO_TURN_TIMEOUT_S = 5.0

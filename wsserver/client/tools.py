@@ -10,11 +10,17 @@ run if they never ran here, or get their kept result again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from websockets.asyncio.client import ClientConnection
+
+from wsserver.client.errors import ClientError
+from wsserver.client.reconnect import ReconnectingConnection
 
 log = logging.getLogger(__name__)
 
@@ -95,3 +101,73 @@ class ToolBox:
     def acknowledged(self, call_id: str) -> None:
         """The server has the result (applied now or before)."""
         self.unacknowledged.pop(call_id, None)
+
+
+def describe_handler(handler: ToolHandler) -> dict[str, Any]:
+    """A tool's description and parameters from its handler's attributes, if it has them."""
+    return {
+        "description": getattr(handler, "description", None) or (handler.__doc__ or "").strip(),
+        "parameters": getattr(handler, "parameters", None),
+    }
+
+
+class ToolExecutor:
+    """Runs the handlers of a session's tool calls as they arrive and sends their results."""
+
+    def __init__(
+        self,
+        toolbox: ToolBox,
+        connection: ReconnectingConnection,
+        *,
+        run_tools: bool,
+    ) -> None:
+        """``connection``: carries the results, once the session is connected."""
+        self.toolbox = toolbox
+        self.run_tools = run_tools
+        """Whether calls run here by themselves (False: the application answers them)."""
+        self._connection = connection
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def send_result(self, call_id: str, output: Any = None, *, error: str | None) -> None:
+        """Send the application's own result of a call (kept until acknowledged)."""
+        message: dict[str, Any] = {
+            "type": "tool.result",
+            "call_id": call_id,
+            "output": output,
+            "id": call_id,
+        }
+        if error is not None:
+            message["error"] = error
+        self.toolbox.unacknowledged[call_id] = message
+        await self._connection.send(message)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        """Run a new call; forget a result the server acknowledged or refused for good."""
+        kind = event.get("type")
+        if kind == "response.tool_call" and self.run_tools and self.toolbox.claim(event):
+            self._spawn(event)
+        elif kind == "tool.result.accepted":
+            self.toolbox.acknowledged(event["call_id"])
+        elif kind == "error" and event.get("code") in ("tool_call_closed", "unknown_tool_call"):
+            # Refused for good: sending it again after a reconnect would change nothing.
+            self.toolbox.acknowledged(str(event.get("request_id")))
+
+    async def after_ready(self, ws: ClientConnection, ready: dict[str, Any]) -> None:
+        """Resend the results not acknowledged; run pending calls that never ran here."""
+        for message in list(self.toolbox.unacknowledged.values()):
+            await ws.send(self._connection.codec.encode(message))
+        for call in ready.get("pending_tool_calls", []):
+            unsent = call["call_id"] not in self.toolbox.unacknowledged
+            if unsent and self.run_tools and self.toolbox.claim(call):
+                self._spawn(call)
+
+    def _spawn(self, call: dict[str, Any]) -> None:
+        async def run() -> None:
+            message = await self.toolbox.run(call)
+            with contextlib.suppress(ClientError):
+                await self._connection.send(message)
+
+        task = asyncio.get_running_loop().create_task(run())
+        # Held until done: the loop keeps only weak references to tasks.
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,105 +1,25 @@
 """The SDK's credentials on the wire, against a stand-in server that records handshakes.
 
-The stand-in is a plain websockets server speaking just enough of the protocol
-(``session.ready`` for a ``session.start``), so these tests see exactly what the SDK
-puts in its handshake and how it takes each HTTP refusal.
+The stand-in (``stand_in.py``) speaks just enough of the protocol for these tests to see
+exactly what the SDK puts in its handshake and how it takes each HTTP refusal.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from http import HTTPStatus
 
 import pytest
-from websockets.asyncio.server import Server, ServerConnection, serve
-from websockets.datastructures import Headers
-from websockets.http11 import Request, Response
 
 from protocol.codes import CLOSE_CODES, CloseCodeInfo, Disposition
-from tests.processes import WSSERVER, cli_env
-from wsserver.client.session_client import (
-    AuthenticationError,
-    Backoff,
-    ClientError,
-    SessionClient,
-    SessionClosed,
-)
-
-KEY = "wk_live_0123456789abcdef"
-TOKEN = "ct_9876543210fedcba"
-RESUME_TOKEN = "rt_resume_secret_42"
-
-
-@dataclass
-class StandIn:
-    """Answers each handshake with the next planned HTTP status (None: accept)."""
-
-    plan: list[tuple[int, dict[str, str]] | None] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    accepted_at: list[float] = field(default_factory=list)
-    refused_at: list[float] = field(default_factory=list)
-    connections: list[ServerConnection] = field(default_factory=list)
-    close_after_ready: int | None = None
-    """A close code to send right after ``session.ready``."""
-    server: Server | None = None
-
-    @property
-    def url(self) -> str:
-        assert self.server is not None
-        port = next(iter(self.server.sockets)).getsockname()[1]
-        return f"ws://127.0.0.1:{port}/"
-
-    def process_request(self, connection: ServerConnection, request: Request) -> Response | None:
-        self.requests.append(request)
-        if request.path.startswith("/usage/"):
-            body = json.dumps({"session_id": request.path.removeprefix("/usage/")}).encode()
-            headers = Headers([("Content-Type", "application/json")])
-            headers["Content-Length"] = str(len(body))
-            return Response(200, "OK", headers, body)
-        step = self.plan.pop(0) if self.plan else None
-        if step is None:
-            self.accepted_at.append(asyncio.get_running_loop().time())
-            return None
-        self.refused_at.append(asyncio.get_running_loop().time())
-        status, extra = step
-        body = json.dumps({"error": HTTPStatus(status).phrase.lower()}).encode()
-        headers = Headers([("Content-Type", "application/json"), *extra.items()])
-        headers["Content-Length"] = str(len(body))
-        return Response(status, HTTPStatus(status).phrase, headers, body)
-
-    async def handle(self, ws: ServerConnection) -> None:
-        self.connections.append(ws)
-        async for frame in ws:
-            message = json.loads(frame)
-            if message["type"] in ("session.start", "session.resume"):
-                ready = {
-                    "type": "session.ready",
-                    "session_id": "sess_standin",
-                    "resume_token": RESUME_TOKEN,
-                    "resumed": message["type"] == "session.resume",
-                    "last_seq": 0,
-                    "heartbeat_interval_ms": 15000,
-                }
-                await ws.send(json.dumps(ready))
-                if self.close_after_ready is not None:
-                    await ws.close(self.close_after_ready, "refused")
+from tests.wsserver.client.stand_in import KEY, RESUME_TOKEN, TOKEN, StandIn, running_stand_in
+from wsserver.client import AuthenticationError, Backoff, ClientError, SessionClient, SessionClosed
 
 
 @pytest.fixture
 async def stand_in() -> AsyncIterator[StandIn]:
-    standin = StandIn()
-    async with serve(
-        standin.handle,
-        "127.0.0.1",
-        0,
-        subprotocols=["wsserver.v1.json"],  # type: ignore[list-item]
-        process_request=standin.process_request,
-    ) as server:
-        standin.server = server
+    async with running_stand_in() as standin:
         yield standin
 
 
@@ -212,9 +132,9 @@ async def test_no_secret_in_repr_or_debug_logs(
     async with client:
         # A resume on a new connection sends the resume token.
         stand_in.connections[0].transport.abort()
-        await _until(lambda: len(stand_in.connections) == 2 and client._open.is_set())
+        await _until(lambda: len(stand_in.connections) == 2 and client._connection.connected)
         assert client.state.resume_token == RESUME_TOKEN
-        text = repr(client) + repr(client._credentials)
+        text = repr(client) + repr(client._handshake.credentials)
     # The stand-in's own (server) log is not the SDK's: leave it out.
     logged = "\n".join(
         r.getMessage() for r in caplog.records if not r.name.startswith("websockets.server")
@@ -232,51 +152,6 @@ def test_a_token_that_cannot_travel_is_refused_without_showing_it() -> None:
     assert "has space" not in str(bad.value)
     with pytest.raises(ValueError):
         SessionClient("ws://127.0.0.1:9", api_key="line\r\nX-Evil: 1")
-
-
-async def _run_cli(*args: str, **env: str) -> tuple[int, str]:
-    process = await asyncio.create_subprocess_exec(
-        *WSSERVER,
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=cli_env(**env),
-    )
-    output, _ = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, output.decode()
-
-
-async def test_chat_sends_the_credentials_and_reports_a_refusal(stand_in: StandIn) -> None:
-    stand_in.plan = [(401, {})]
-    code, output = await _run_cli(
-        "chat", "--url", stand_in.url, "--api-key", KEY, "--client-token", TOKEN, "hi"
-    )
-    assert code == 1
-    assert "http 401" in output
-    assert KEY not in output and TOKEN not in output
-    (request,) = stand_in.requests
-    assert request.headers["Authorization"] == f"Bearer {KEY}"
-    assert request.headers["Sec-WebSocket-Protocol"].endswith(f"wsserver.token.{TOKEN}")
-
-
-async def test_chat_takes_the_credentials_from_the_environment(stand_in: StandIn) -> None:
-    stand_in.plan = [(403, {})]
-    code, output = await _run_cli(
-        "chat", "--url", stand_in.url, "hi", WSSERVER_API_KEY=KEY, WSSERVER_CLIENT_TOKEN=TOKEN
-    )
-    assert (code, "http 403" in output) == (1, True)
-    (request,) = stand_in.requests
-    assert request.headers["Authorization"] == f"Bearer {KEY}"
-
-
-async def test_usage_sends_the_api_key_to_the_worker(stand_in: StandIn) -> None:
-    http_url = stand_in.url.replace("ws://", "http://")
-    code, output = await _run_cli("usage", "sess_x", "--url", http_url, "--api-key", KEY, "--json")
-    assert code == 0, output
-    assert json.loads(output) == {"session_id": "sess_x"}
-    (request,) = stand_in.requests
-    assert request.headers["Authorization"] == f"Bearer {KEY}"
 
 
 async def _until(condition: Callable[[], bool], timeout: float = 5.0) -> None:

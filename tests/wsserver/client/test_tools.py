@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from typing import Any
 
 import jsonschema
 
-from tests.processes import WSSERVER, WorkerProcess, cli_env
 from tests.wsserver.conftest import StartServer, url_of
-from wsserver.client.session_client import SessionClient
+from wsserver.client import SessionClient
 
 WEATHER = {
     "type": "object",
@@ -121,24 +119,6 @@ async def test_structured_output_through_the_sdk(start_server: StartServer) -> N
     jsonschema.validate(result.output_json, schema)
     partials = [e["value"] for e in result.events if e["type"] == "response.output_json.delta"]
     assert partials and partials[-1] == result.output_json
-
-
-def test_chat_answers_tool_calls_from_its_demo_tools() -> None:
-    worker = WorkerProcess("--decode-rate", "200", name="tools").start()
-    try:
-        result = subprocess.run(
-            [*WSSERVER, "chat", "--url", worker.url, "--tools", "weather in Paris?"],
-            capture_output=True,
-            text=True,
-            env=cli_env(),
-            timeout=60,
-        )
-    finally:
-        worker.stop()
-    assert result.returncode == 0, result.stderr
-    assert '[tool call get_weather {"city": "Paris"}]' in result.stdout
-    assert '"city": "Paris", "temperature_c"' in result.stdout
-    assert "[completed;" in result.stdout
 
 
 async def test_invalid_arguments_are_retried_when_the_server_allows_it(

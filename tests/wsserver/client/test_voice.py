@@ -12,7 +12,7 @@ import pytest
 from tests.wsserver.audio_fixtures import BYTES_PER_MS, pcm, silence
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.wire import wait_until
-from wsserver.client.session_client import SessionClient
+from wsserver.client import SessionClient
 
 DECODE_RATE = 20.0
 TOKEN_AUDIO_MS = 1000 / DECODE_RATE
@@ -123,7 +123,7 @@ async def test_sdk_resends_unacknowledged_audio_after_a_drop(start_server: Start
         client.drop_connection()
         # Sent while disconnected: kept, and sent after the resume.
         await client.send_audio(silence(200))
-        await wait_until(lambda: client.reconnects >= 1 and client._open.is_set())
+        await wait_until(lambda: client.reconnects >= 1 and client._connection.connected)
         runtime = server.sessions[client.session_id or ""]
         assert runtime.voice is not None
         await wait_until(lambda: runtime.voice is not None and runtime.voice.input.last_seq == 4)

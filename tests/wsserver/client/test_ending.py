@@ -5,7 +5,7 @@ from __future__ import annotations
 from tests.processes import eventually
 from tests.wsserver.conftest import StartServer
 from tests.wsserver.relay import ChoppingRelay
-from wsserver.client.session_client import Backoff, SessionClient
+from wsserver.client import Backoff, SessionClient
 
 
 async def test_close_while_reconnecting_ends_the_session_and_its_response(

@@ -1,0 +1,43 @@
+"""The client messages the SDK's methods send: arguments left as None are left out."""
+
+from __future__ import annotations
+
+from wsserver.client import messages
+
+
+def test_response_create() -> None:
+    assert messages.response_create(None, None, None) == {"type": "response.create"}
+    schema = {"type": "object"}
+    assert messages.response_create("hi", 5, schema) == {
+        "type": "response.create",
+        "input": "hi",
+        "max_output_tokens": 5,
+        "response_format": {"type": "json_schema", "schema": schema},
+    }
+
+
+def test_response_continue() -> None:
+    assert messages.response_continue("resp_1", None) == {
+        "type": "response.continue",
+        "response_id": "resp_1",
+    }
+    assert messages.response_continue("resp_1", 9)["max_output_tokens"] == 9
+
+
+def test_response_interrupt_and_cancel() -> None:
+    assert messages.response_interrupt(None, None, None) == {"type": "response.interrupt"}
+    assert messages.response_interrupt(12, 340, "resp_2") == {
+        "type": "response.interrupt",
+        "rendered_chars": 12,
+        "played_ms": 340,
+        "response_id": "resp_2",
+    }
+    # Zero is a position, not an absent argument.
+    assert messages.response_interrupt(0, 0, None)["played_ms"] == 0
+    assert messages.response_cancel(None) == {"type": "response.cancel"}
+    assert messages.response_cancel("resp_2")["response_id"] == "resp_2"
+
+
+def test_ping() -> None:
+    assert messages.ping(None) == {"type": "ping"}
+    assert messages.ping("p1") == {"type": "ping", "id": "p1"}

@@ -1,0 +1,129 @@
+"""``wsserver serve``: run a worker until SIGINT or SIGTERM, then drain it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import logging
+import signal
+import sys
+
+from pydantic import ValidationError
+
+from wsserver.cli.demo import run_demo
+from wsserver.cli.event_loop import run_command
+from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.frontdoor.redaction import install_redaction
+from wsserver.worker.settings import ENV_PREFIX, Settings
+
+
+def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``serve``: one flag per :class:`Settings` field, ``--demo`` and ``--log-level``."""
+    serve = commands.add_parser(
+        "serve",
+        help="run a worker",
+        description="Run a worker with the simulated engine and the in-memory store, or "
+        "with --store redis://HOST:PORT/DB a store shared by every worker, so a session "
+        "resumes on any of them. Every flag can also be set as an environment variable "
+        f"{ENV_PREFIX}<FLAG> (for example WSSERVER_PORT=9000, "
+        "WSSERVER_STORE=redis://127.0.0.1:6379/0); flags win.",
+    )
+    for name, info in Settings.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        help_text = f"{info.description} [env {ENV_PREFIX}{name.upper()}]"
+        if info.annotation is bool:
+            serve.add_argument(
+                flag,
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=help_text,
+            )
+        else:
+            serve.add_argument(
+                flag,
+                dest=name,
+                default=None,
+                metavar=name.upper(),
+                help=f"{help_text} (default: {info.default})",
+            )
+    serve.add_argument(
+        "--demo",
+        action="store_true",
+        help="after starting, run a short demo session against this server and print it",
+    )
+    serve.add_argument("--log-level", default="INFO", help="logging level")
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run the worker the flags and environment describe; the exit status."""
+    overrides = {name: getattr(args, name) for name in Settings.model_fields}
+    try:
+        settings = Settings.from_env(overrides)
+    except ValidationError as exc:
+        print(f"wsserver serve: invalid settings:\n{exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    install_redaction()
+    # Per-connection open/close lines drown everything else at any real load.
+    logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
+    return run_command(_serve(settings, demo=args.demo))
+
+
+async def _serve(settings: Settings, *, demo: bool) -> int:
+    # Imported when serving: the other commands need not load the worker server.
+    from wsserver.audio.silero import VadUnavailable
+    from wsserver.worker.server import WorkerServer
+
+    try:
+        server = WorkerServer(settings)
+    except (VadUnavailable, FrontDoorConfigError) as exc:
+        print(f"wsserver serve: {exc}", file=sys.stderr)
+        return 2
+    await server.start()
+    # Every token allocates a few short-lived objects; with the default thresholds the
+    # collector runs full passes over every session's objects often enough to stall
+    # the loop for 100+ ms. Fewer, younger-only passes keep p99 latency flat.
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
+    url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
+    store = settings.store.split("@")[-1]  # never print credentials
+    print(
+        f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
+        f"engine: {settings.engine})",
+        flush=True,
+    )
+    stop = asyncio.Event()
+    force = asyncio.Event()
+
+    def on_signal() -> None:
+        # The first signal drains; a second one cuts the wait short.
+        (force if stop.is_set() else stop).set()
+
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_signal)
+    if demo and server.authenticator.required:
+        # The demo client has no credential to present.
+        print(
+            "--demo runs only without authentication (--auth none, or on loopback with "
+            "no credentials configured); skipped",
+            flush=True,
+        )
+    elif demo:
+        await run_demo(url)
+        print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
+    await stop.wait()
+    print(
+        f"draining: running responses get up to {settings.drain_timeout:g} s, then clients "
+        "reconnect elsewhere (a second signal forces)",
+        flush=True,
+    )
+    await server.drain(settings.drain_timeout, force)
+    print("stopped", flush=True)
+    return 0

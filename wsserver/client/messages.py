@@ -1,0 +1,60 @@
+"""The client messages the SDK's methods send, built from their arguments.
+
+An argument left as None is left out of the message: the server applies its default.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def response_create(
+    text: str | None, max_output_tokens: int | None, response_format: dict[str, Any] | None
+) -> dict[str, Any]:
+    """``response.create``; ``response_format`` is the JSON Schema the answer must match."""
+    message: dict[str, Any] = {"type": "response.create"}
+    if text is not None:
+        message["input"] = text
+    if max_output_tokens is not None:
+        message["max_output_tokens"] = max_output_tokens
+    if response_format is not None:
+        message["response_format"] = {"type": "json_schema", "schema": response_format}
+    return message
+
+
+def response_continue(response_id: str, max_output_tokens: int | None) -> dict[str, Any]:
+    """``response.continue`` of an unfinished response."""
+    message: dict[str, Any] = {"type": "response.continue", "response_id": response_id}
+    if max_output_tokens is not None:
+        message["max_output_tokens"] = max_output_tokens
+    return message
+
+
+def response_interrupt(
+    rendered_chars: int | None, played_ms: int | None, response_id: str | None
+) -> dict[str, Any]:
+    """``response.interrupt``, with how much of the answer the user saw or heard."""
+    message: dict[str, Any] = {"type": "response.interrupt"}
+    if rendered_chars is not None:
+        message["rendered_chars"] = rendered_chars
+    if played_ms is not None:
+        message["played_ms"] = played_ms
+    if response_id is not None:
+        message["response_id"] = response_id
+    return message
+
+
+def response_cancel(response_id: str | None) -> dict[str, Any]:
+    """``response.cancel``."""
+    message: dict[str, Any] = {"type": "response.cancel"}
+    if response_id is not None:
+        message["response_id"] = response_id
+    return message
+
+
+def ping(request_id: str | None) -> dict[str, Any]:
+    """An application-level ``ping``."""
+    message: dict[str, Any] = {"type": "ping"}
+    if request_id is not None:
+        message["id"] = request_id
+    return message
