@@ -77,11 +77,12 @@ def run_serve(args: argparse.Namespace) -> int:
 async def _serve(settings: Settings, *, demo: bool) -> int:
     # Imported when serving: the other commands need not load the worker server.
     from wsserver.audio.silero import VadUnavailable
+    from wsserver.worker.errors import WorkerConfigError
     from wsserver.worker.server import WorkerServer
 
     try:
         server = WorkerServer(settings)
-    except (VadUnavailable, FrontDoorConfigError) as exc:
+    except (VadUnavailable, FrontDoorConfigError, WorkerConfigError) as exc:
         print(f"wsserver serve: {exc}", file=sys.stderr)
         return 2
     await server.start()

@@ -18,3 +18,16 @@ def test_serve_rejects_invalid_settings() -> None:
     )
     assert result.returncode == 2
     assert "decode_rate" in result.stderr
+
+
+def test_serve_names_an_unknown_store_without_a_traceback() -> None:
+    result = subprocess.run(
+        [*WSSERVER, "serve", "--port", "0", "--store", "foo"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "--store: unknown store 'foo'" in result.stderr
+    assert "Traceback" not in result.stderr
