@@ -374,11 +374,10 @@ class WorkerServer:
             violation.request_id = violation.request_id or message.id
             connection.reject(violation)
             return
-        previous = runtime.connection
+        previous = runtime.transport
         if previous is not None:
             # The old socket is half-open or obsolete; the newest connection wins.
-            runtime.detach(previous, Departure.DROPPED)
-            previous.runtime = None
+            runtime.detach(previous, Departure.LOST)
             previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
         self._bind(connection, runtime, resumed=True, token=None)
         connection.start_replay(events)
@@ -392,7 +391,7 @@ class WorkerServer:
         token: str | None,
     ) -> None:
         runtime.attach(connection)
-        connection.runtime = runtime
+        connection.bind(runtime)
         settings = self.settings
         ready = connection_message(
             SESSION_READY,
@@ -566,7 +565,7 @@ class WorkerServer:
         return {
             "worker_id": self.worker_id,
             "sessions": len(runtimes),
-            "attached": sum(1 for r in runtimes if r.connection is not None),
+            "attached": sum(1 for r in runtimes if r.transport is not None),
             "connections": len(self.connections),
             "outbox_bytes_max": max((r.session.outbox.nbytes for r in runtimes), default=0),
             "outbox_peak_bytes_max": max(
@@ -628,7 +627,7 @@ def _json_response(
 
 def _tool_fields(runtime: SessionRuntime) -> dict[str, Any]:
     """``session.ready``'s emitted calls still waiting for a result (announced again)."""
-    pending = runtime.tools.pending_announcements()
+    pending = runtime.pending_tool_calls()
     return {"pending_tool_calls": pending} if pending else {}
 
 

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from protocol.server_session import SessionLimits
+from protocol.session import SessionLimits
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.simulated import SimulatedEngineConfig
 from wsserver.frontdoor.addresses import parse_networks
