@@ -44,3 +44,33 @@ def watch_io() -> Iterator[list[str]]:
         yield seen
     finally:
         _recording.remove(seen)
+
+
+_IO_MODULES = frozenset(
+    {"asyncio", "websockets", "redis", "socket", "time", "datetime", "threading"}
+)
+"""What sans-I/O code must not import: event loops, sockets, stores, the clock."""
+
+
+def io_imports(package: str) -> list[str]:
+    """Every import of an I/O or clock module in ``package``'s source (``module: name``)."""
+    import ast
+    import importlib
+    import pkgutil
+    from pathlib import Path
+
+    root = importlib.import_module(package)
+    found: list[str] = []
+    for info in pkgutil.walk_packages(root.__path__, f"{package}."):
+        spec = importlib.util.find_spec(info.name)
+        assert spec is not None and spec.origin is not None
+        tree = ast.parse(Path(spec.origin).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            found += [f"{info.name}: {n}" for n in names if n.split(".")[0] in _IO_MODULES]
+    return found
