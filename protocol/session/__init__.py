@@ -2,8 +2,9 @@
 
 ``state`` holds what a session is (numbering, replay, responses, history,
 usage), ``core`` dispatches every input through one table to the handlers of
-``responding``, ``tool_policy`` and ``turn_taking``, and ``lifecycle`` is the
-table of a response's phases. Nothing here does I/O or reads the clock.
+``responding``, ``tool_policy``, ``turn_taking`` and ``session_policy``, and
+``lifecycle`` is the table of a response's phases. Nothing here does I/O or
+reads the clock.
 """
 
 from protocol.session.core import CoreSettings, SessionCore

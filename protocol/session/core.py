@@ -33,19 +33,13 @@ from protocol.messages import (
     ToolResult,
 )
 from protocol.partial_json import PartialJson
-from protocol.session import responding, tool_policy, turn_taking
+from protocol.session import responding, session_policy, tool_policy, turn_taking
 from protocol.session.effects import (
-    AbortGeneration,
-    ArmTimer,
-    CancelTimer,
     Effect,
-    EndSession,
     Persist,
-    RecordUsage,
     Wake,
 )
 from protocol.session.inputs import (
-    Departure,
     EngineCounts,
     EngineFinished,
     EngineOutput,
@@ -63,7 +57,6 @@ from protocol.session.inputs import (
     SpeechStopped,
     StopRunning,
     TimerFired,
-    TimerKind,
     ToolCallsClosed,
     ToolResultStored,
     TransportAttached,
@@ -277,93 +270,6 @@ def _refused(core: SessionCore, event: Refused) -> None:
     core.emit(Persist())
 
 
-# -- the transport, timers and the worker ---------------------------------------
-
-
-def _attached(core: SessionCore, event: TransportAttached) -> None:
-    core.attached = True
-    core.emit(CancelTimer(TimerKind.GRACE))
-    core.emit(CancelTimer(TimerKind.EXPIRY))
-
-
-def _departed(core: SessionCore, event: TransportDeparted) -> None:
-    core.attached = False
-    active = core.session.active
-    if event.departure is Departure.LOST:
-        if active is not None:
-            core.emit(ArmTimer(TimerKind.GRACE, core.settings.grace_period))
-    elif active is not None:
-        responding.stop(core, active, ResponseStatus.CANCELLED, reason=event.reason)
-    if event.departure is Departure.ENDED:
-        core.emit(EndSession(remove_from_store=True))
-    else:
-        core.emit(ArmTimer(TimerKind.EXPIRY, core.settings.resume_window))
-    # Whatever was numbered for the departed client goes to the store now.
-    core.emit(Persist())
-
-
-def _timer(core: SessionCore, event: TimerFired) -> None:
-    if event.kind is TimerKind.TOOL_WAIT:
-        tool_policy.on_timeout(core)
-    elif event.kind is TimerKind.EXPIRY:
-        # The store keeps the record (and its snapshot) until its own TTL.
-        core.emit(EndSession(remove_from_store=False))
-    else:
-        active = core.session.active
-        if not core.attached and active is not None:
-            responding.stop(core, active, ResponseStatus.INCOMPLETE, reason="client_gone")
-            # Nobody may come back for the response.done: record usage now.
-            core.emit(RecordUsage(include_unsent=True))
-
-
-def _ending(core: SessionCore, event: SessionEnding) -> None:
-    if core.closed:
-        return
-    core.closed = True
-    core.emit(CancelTimer(TimerKind.GRACE))
-    core.emit(CancelTimer(TimerKind.EXPIRY))
-    active = core.session.active
-    if active is not None:
-        responding.stop(core, active, ResponseStatus.INCOMPLETE, reason="session_expired")
-    core.session.number_pending()
-    core.emit(RecordUsage(include_unsent=True))
-    core.emit(Persist())
-
-
-def _moved(core: SessionCore, event: SessionMoved) -> None:
-    if core.closed:
-        return
-    core.closed = True
-    core.emit(CancelTimer(TimerKind.GRACE))
-    core.emit(CancelTimer(TimerKind.EXPIRY))
-    if core.generating:
-        # The new owner ends this response; generating on would be for nobody.
-        core.generating = False
-        core.emit(AbortGeneration())
-    # The runtime lets its transport go without a departure and closes it (session_moved).
-    core.attached = False
-
-
-def _stop_running(core: SessionCore, event: StopRunning) -> None:
-    active = core.session.active
-    if active is not None:
-        responding.stop(core, active, ResponseStatus.INCOMPLETE, reason=event.reason)
-        core.emit(Persist())
-
-
-def _lost(core: SessionCore, event: ResponseLost) -> None:
-    response = core.response(event.response_id)
-    assert response is not None, f"no response {event.response_id}"
-    # The store's text is all that survived; a client that saw more trims to it.
-    core.session.end_response(
-        response,
-        ResponseStatus.FAILED,
-        reason=event.reason,
-        details={"persisted_chars": response.generated_chars},
-    )
-    core.emit(Persist())
-
-
 HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {
     # client messages
     InputText: _client(_input_text),
@@ -393,12 +299,12 @@ HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {
     TurnCommitted: turn_taking.on_voice_event,
     SpeechDiscarded: turn_taking.on_voice_event,
     # the transport, timers and the worker
-    TransportAttached: _attached,
-    TransportDeparted: _departed,
-    TimerFired: _timer,
-    SessionEnding: _ending,
-    SessionMoved: _moved,
-    StopRunning: _stop_running,
-    ResponseLost: _lost,
+    TransportAttached: session_policy.attached,
+    TransportDeparted: session_policy.departed,
+    TimerFired: session_policy.timer,
+    SessionEnding: session_policy.ending,
+    SessionMoved: session_policy.moved,
+    StopRunning: session_policy.stop_running,
+    ResponseLost: session_policy.lost,
 }
 """Every input type and its handler: the one place a session's input is dispatched."""

@@ -1,5 +1,6 @@
 """Watch for network and file access through Python's audit hooks (no sockets needed).
 
+``io_imports()`` lists the imports of I/O and clock modules in a package's source.
 ``watch_io()`` records, while it is active, every audit event that reaches the
 network (``socket.*``, ``urllib.Request``) or opens a file outside the
 interpreter's own installation (imports open modules; they do not count).
@@ -9,10 +10,15 @@ switched on and off.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
+import pkgutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 _recording: list[list[str]] = []
@@ -54,11 +60,6 @@ _IO_MODULES = frozenset(
 
 def io_imports(package: str) -> list[str]:
     """Every import of an I/O or clock module in ``package``'s source (``module: name``)."""
-    import ast
-    import importlib
-    import pkgutil
-    from pathlib import Path
-
     root = importlib.import_module(package)
     found: list[str] = []
     for info in pkgutil.walk_packages(root.__path__, f"{package}."):
