@@ -35,12 +35,11 @@ from protocol.messages import (
 from protocol.partial_json import PartialJson
 from protocol.session import responding, session_policy, tool_policy, turn_taking
 from protocol.session.effects import (
+    PERSIST,
+    WAKE,
     Effect,
-    Persist,
-    Wake,
 )
 from protocol.session.inputs import (
-    EngineCounts,
     EngineFinished,
     EngineOutput,
     GenerationRefused,
@@ -57,6 +56,7 @@ from protocol.session.inputs import (
     SpeechStopped,
     StopRunning,
     TimerFired,
+    TokenCounts,
     ToolCallsClosed,
     ToolResultStored,
     TransportAttached,
@@ -117,7 +117,7 @@ class SessionCore:
             audio = AudioSettings.model_validate(session.audio)
             self.turns = turn_taking.TurnTaking(audio, settings.max_turn_ms)
         self.now = 0.0
-        self.engine: EngineCounts | None = None
+        self.engine: TokenCounts | None = None
         self._effects: list[Effect] = []
 
     @property
@@ -126,24 +126,24 @@ class SessionCore:
         timeout_ms = self.session.limits.tool_timeout_ms
         return timeout_ms / 1000 if timeout_ms else self.settings.tool_timeout
 
-    def handle(self, event: Input, now: float, engine: EngineCounts | None = None) -> list[Effect]:
+    def handle(self, event: Input, now: float, engine: TokenCounts | None = None) -> list[Effect]:
         """Apply one input; the effects to execute, in order.
 
-        ``engine`` holds the running generation's own counts (``None`` when none
-        runs): a response that ends now reports them.
+        ``engine`` gives the running generation's own counts (``None`` when none
+        runs; read only if a response ends now, which then reports them).
         """
         self.now = now
         self.engine = engine
-        self._effects = []
+        effects: list[Effect] = []
+        self._effects = effects
         HANDLERS[type(event)](self, event)
-        effects, self._effects = self._effects, []
         return effects
 
     def generate(self, response: ResponseState) -> list[Effect]:
         """The effects of the response's next engine request, outside any input."""
-        self._effects = []
+        effects: list[Effect] = []
+        self._effects = effects
         responding.start(self, response)
-        effects, self._effects = self._effects, []
         return effects
 
     def emit(self, effect: Effect) -> None:
@@ -153,9 +153,12 @@ class SessionCore:
     def response(self, response_id: str) -> ResponseState | None:
         """The running, unsent or latest response of that id."""
         session = self.session
-        for response in (session.active, session.last_response):
-            if response is not None and response.id == response_id:
-                return response
+        active = session.active
+        if active is not None and active.id == response_id:
+            return active  # the common case: once per token
+        last = session.last_response
+        if last is not None and last.id == response_id:
+            return last
         return session.responses.get(response_id)
 
     def refuse(self, violation: ProtocolViolation) -> None:
@@ -186,8 +189,8 @@ def _client(
             if violation.request_id is None:
                 violation.request_id = message.id
             core.refuse(violation)
-        core.emit(Wake())
-        core.emit(Persist())
+        core.emit(WAKE)
+        core.emit(PERSIST)
 
     return handle
 
@@ -266,8 +269,8 @@ def _tool_result(core: SessionCore, message: ToolResult) -> None:
 
 def _refused(core: SessionCore, event: Refused) -> None:
     core.refuse(event.violation)
-    core.emit(Wake())
-    core.emit(Persist())
+    core.emit(WAKE)
+    core.emit(PERSIST)
 
 
 HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {

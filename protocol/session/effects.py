@@ -116,6 +116,11 @@ class EndSession:
     remove_from_store: bool
 
 
+WAKE = Wake()
+"""The one ``Wake`` (frozen and field-less: shared, not made once per token)."""
+PERSIST = Persist()
+"""The one ``Persist``."""
+
 Effect = (
     StartGeneration
     | AbortGeneration

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from protocol.errors import ProtocolViolation
 from protocol.generation import FinishReason, OutputChunk
@@ -57,9 +57,23 @@ class Refused:
 # -- from the engine --------------------------------------------------------
 
 
+class TokenCounts(Protocol):
+    """The running generation's own token counts (an engine's ``Generation`` has them)."""
+
+    @property
+    def input_tokens(self) -> int:
+        """Tokens of the prompt, as the engine counted them."""
+        ...
+
+    @property
+    def generated_tokens(self) -> int:
+        """Every token the engine produced for the request, delivered or not."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class EngineCounts:
-    """The running generation's own token counts, at the moment of an input."""
+    """Fixed token counts (a :class:`TokenCounts` for tests and replays)."""
 
     input_tokens: int
     generated_tokens: int

@@ -15,7 +15,13 @@ from protocol.codes import CloseCode
 from protocol.events import OUTPUT_JSON_DONE, RESPONSE_DONE, Event
 from protocol.generation import FinishReason, GenerationRequest
 from protocol.session import tool_policy, turn_taking
-from protocol.session.effects import AbortGeneration, Close, Persist, StartGeneration, Wake
+from protocol.session.effects import (
+    PERSIST,
+    WAKE,
+    AbortGeneration,
+    Close,
+    StartGeneration,
+)
 from protocol.session.inputs import (
     EngineFinished,
     EngineOutput,
@@ -95,15 +101,15 @@ def on_output(core: SessionCore, event: EngineOutput) -> None:
         # Nobody is reading: number it for the shared log now, so a resume on
         # another worker replays it, and a takeover fences this worker at once.
         session.number_pending()
-        core.emit(Persist())
+        core.emit(PERSIST)
     elif session.outbox.nbytes > session.limits.outbox_max_bytes:
         if core.attached:
             core.emit(Close(CloseCode.SLOW_CONSUMER, "slow consumer: resume"))
         else:
             # Nobody is reading: number the backlog into the bounded replay buffer.
             session.number_pending()
-            core.emit(Persist())
-    core.emit(Wake())
+            core.emit(PERSIST)
+    core.emit(WAKE)
 
 
 def on_finished(core: SessionCore, event: EngineFinished) -> None:
@@ -114,7 +120,7 @@ def on_finished(core: SessionCore, event: EngineFinished) -> None:
         return
     if event.reason is FinishReason.TOOL_CALLS:
         tool_policy.on_tool_calls(core, response)
-        core.emit(Wake())
+        core.emit(WAKE)
         return
     if response.output_schema is not None and event.reason is FinishReason.STOP:
         value, problem = final_output(response, core.output_schema)
@@ -186,7 +192,7 @@ def end(
     tool_policy.response_ended(core)
     if core.turns is not None and not core.closed and core.attached:
         turn_taking.response_ended(core, core.turns)
-    core.emit(Wake())
+    core.emit(WAKE)
 
 
 def on_internal_failure(core: SessionCore, event: InternalFailure) -> None:
@@ -207,8 +213,8 @@ def on_internal_failure(core: SessionCore, event: InternalFailure) -> None:
     if session.active is response:
         # Ending it raised before its done was queued: end it with a minimal done.
         _abandon(core, response)
-    core.emit(Wake())
-    core.emit(Persist())
+    core.emit(WAKE)
+    core.emit(PERSIST)
 
 
 def _abandon(core: SessionCore, response: ResponseState) -> None:

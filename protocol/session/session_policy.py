@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING
 
 from protocol.session import responding, tool_policy
 from protocol.session.effects import (
+    PERSIST,
     AbortGeneration,
     ArmTimer,
     CancelTimer,
     EndSession,
-    Persist,
     RecordUsage,
 )
 from protocol.session.inputs import (
@@ -55,7 +55,7 @@ def departed(core: SessionCore, event: TransportDeparted) -> None:
     else:
         core.emit(ArmTimer(TimerKind.EXPIRY, core.settings.resume_window))
     # Whatever was numbered for the departed client goes to the store now.
-    core.emit(Persist())
+    core.emit(PERSIST)
 
 
 def timer(core: SessionCore, event: TimerFired) -> None:
@@ -83,7 +83,7 @@ def ending(core: SessionCore, event: SessionEnding) -> None:
         responding.stop(core, active, ResponseStatus.INCOMPLETE, reason="session_expired")
     core.session.number_pending()
     core.emit(RecordUsage(include_unsent=True))
-    core.emit(Persist())
+    core.emit(PERSIST)
 
 
 def moved(core: SessionCore, event: SessionMoved) -> None:
@@ -104,7 +104,7 @@ def stop_running(core: SessionCore, event: StopRunning) -> None:
     active = core.session.active
     if active is not None:
         responding.stop(core, active, ResponseStatus.INCOMPLETE, reason=event.reason)
-        core.emit(Persist())
+        core.emit(PERSIST)
 
 
 def lost(core: SessionCore, event: ResponseLost) -> None:
@@ -117,4 +117,4 @@ def lost(core: SessionCore, event: ResponseLost) -> None:
         reason=event.reason,
         details={"persisted_chars": response.generated_chars},
     )
-    core.emit(Persist())
+    core.emit(PERSIST)

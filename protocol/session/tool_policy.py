@@ -29,14 +29,14 @@ from protocol.generation import ToolCallFragment
 from protocol.messages import ToolResult
 from protocol.session import responding
 from protocol.session.effects import (
+    PERSIST,
+    WAKE,
     AbortGeneration,
     ApplyToolResult,
     ArmTimer,
     CancelTimer,
     CloseToolCalls,
-    Persist,
     RecordToolCall,
-    Wake,
 )
 from protocol.session.inputs import ResultOutcome, TimerKind, ToolCallsClosed, ToolResultStored
 from protocol.session.lifecycle import Phase
@@ -122,8 +122,8 @@ def on_result_stored(core: SessionCore, event: ToolResultStored) -> None:
         if violation.request_id is None:
             violation.request_id = event.request_id
         core.refuse(violation)
-    core.emit(Wake())
-    core.emit(Persist())
+    core.emit(WAKE)
+    core.emit(PERSIST)
 
 
 def _result_stored(core: SessionCore, event: ToolResultStored) -> None:
@@ -179,8 +179,8 @@ def on_calls_closed(core: SessionCore, event: ToolCallsClosed) -> None:
             )
     if not session.tools.pending(response.id):
         responding.end(core, response, ResponseStatus.INCOMPLETE, reason="tool_timeout")
-    core.emit(Wake())
-    core.emit(Persist())
+    core.emit(WAKE)
+    core.emit(PERSIST)
 
 
 def response_ended(core: SessionCore) -> None:

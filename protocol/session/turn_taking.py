@@ -22,7 +22,12 @@ from protocol.events import (
 )
 from protocol.messages import AudioSettings
 from protocol.session import responding
-from protocol.session.effects import ClearInputAudio, CommitInputAudio, Persist, Wake
+from protocol.session.effects import (
+    PERSIST,
+    WAKE,
+    ClearInputAudio,
+    CommitInputAudio,
+)
 from protocol.session.inputs import (
     InputEvent,
     SpeechDiscarded,
@@ -101,8 +106,8 @@ def on_voice_event(core: SessionCore, event: InputEvent) -> None:
         _apply(core, turns, event)
     except ProtocolViolation as violation:
         core.refuse(violation)
-    core.emit(Wake())
-    core.emit(Persist())
+    core.emit(WAKE)
+    core.emit(PERSIST)
 
 
 def _apply(core: SessionCore, turns: TurnTaking, event: InputEvent) -> None:

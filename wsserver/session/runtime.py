@@ -41,7 +41,6 @@ from protocol.session.effects import (
 )
 from protocol.session.inputs import (
     Departure,
-    EngineCounts,
     EngineFinished,
     EngineOutput,
     GenerationRefused,
@@ -176,13 +175,8 @@ class SessionRuntime:
 
     def feed(self, event: Input) -> None:
         """Give the core one input and execute the effects it returns, in order."""
-        generation = self._generation
-        counts = (
-            EngineCounts(generation.input_tokens, generation.generated_tokens)
-            if generation is not None
-            else None
-        )
-        self.execute(self.core.handle(event, time.monotonic(), counts))
+        # The generation itself gives the counts: read only if a response ends now.
+        self.execute(self.core.handle(event, time.monotonic(), self._generation))
 
     def execute(self, effects: list[Effect]) -> None:
         """Carry out effects of the core, in order."""
