@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from protocol.codes import CloseCode, ErrorCode
@@ -23,21 +22,9 @@ from protocol.events import Event
 from protocol.messages import AudioSettings
 from protocol.session import CoreSettings, ServerSession, SessionCore
 from protocol.session.effects import (
-    AbortGeneration,
-    ApplyToolResult,
-    ArmTimer,
-    CancelTimer,
-    ClearInputAudio,
-    Close,
-    CloseToolCalls,
     CommitInputAudio,
     Effect,
-    EndSession,
-    Persist,
-    RecordToolCall,
-    RecordUsage,
     StartGeneration,
-    Wake,
 )
 from protocol.session.inputs import (
     Departure,
@@ -62,6 +49,7 @@ from protocol.session.responses import ResponseState
 from wsserver.engine.base import EngineOverloaded, FinishReason, Generation, OutputChunk
 from wsserver.frontdoor.principal import ANONYMOUS_ID
 from wsserver.session.context import ResponseSink, RuntimeContext, RuntimeHost
+from wsserver.session.executors import EXECUTORS
 from wsserver.session.ledger import ToolLedger
 from wsserver.session.persistence import SessionJournal
 from wsserver.session.recreate import recreate_record
@@ -78,7 +66,6 @@ class SessionRuntime:
     """One live session on this worker."""
 
     __slots__ = (
-        "_executors",
         "_generation",
         "_recreate_task",
         "_recreating",
@@ -134,22 +121,6 @@ class SessionRuntime:
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
             self.voice = VoiceInput(audio, context.vad, context.audio_limits)
-        self._executors: dict[type, Callable[[Any], None]] = {
-            Wake: self.wake,
-            Persist: lambda _: self.persist(),
-            StartGeneration: self._start_generation,
-            AbortGeneration: lambda _: self._abort_generation(),
-            ArmTimer: lambda e: self.timers.arm(e.kind, e.delay),
-            CancelTimer: lambda e: self.timers.cancel(e.kind),
-            RecordToolCall: self.ledger.run,
-            ApplyToolResult: self.ledger.run,
-            CloseToolCalls: self.ledger.run,
-            CommitInputAudio: self._commit_audio,
-            ClearInputAudio: lambda _: self.voice.clear() if self.voice is not None else None,
-            RecordUsage: lambda e: self.settle(include_unsent=e.include_unsent),
-            Close: self._close,
-            EndSession: lambda e: self.end(remove_from_store=e.remove_from_store),
-        }
 
     @property
     def session(self) -> ServerSession:
@@ -180,9 +151,8 @@ class SessionRuntime:
 
     def execute(self, effects: list[Effect]) -> None:
         """Carry out effects of the core, in order."""
-        executors = self._executors
         for effect in effects:
-            executors[type(effect)](effect)
+            EXECUTORS[type(effect)](self, effect)
 
     def persist(self) -> None:
         """Schedule the session's new events and state for the store."""
@@ -252,20 +222,15 @@ class SessionRuntime:
         """Emitted calls without a result, for ``session.ready`` after a resume."""
         return [c.announcement() for c in self.core.session.tools.pending()]
 
-    def wake(self, effect: Wake | None = None) -> None:
+    def wake(self) -> None:
         """Tell the attached transport's writer there is something to send."""
         transport = self.transport
         if transport is not None:
             transport.wake()
 
-    def _close(self, effect: Close) -> None:
-        transport = self.transport
-        if transport is not None:
-            transport.close(effect.code, effect.text)
-
     # -- the engine --------------------------------------------------------------
 
-    def _start_generation(self, effect: StartGeneration) -> None:
+    def start_generation(self, effect: StartGeneration) -> None:
         request = effect.request
         try:
             generation = self.engine.submit(request, ResponseSink(self, effect.response_id))
@@ -279,7 +244,8 @@ class SessionRuntime:
         self._generation = generation
         self.feed(GenerationStarted(effect.response_id, generation.input_tokens))
 
-    def _abort_generation(self) -> None:
+    def abort_generation(self) -> None:
+        """Abort the running generation (no more tokens) and forget it."""
         generation, self._generation = self._generation, None
         if generation is not None:
             generation.abort()
@@ -310,7 +276,8 @@ class SessionRuntime:
         except Exception:
             log.exception("ending %s/%s failed", self.session_id, response_id)
 
-    def _commit_audio(self, effect: CommitInputAudio) -> None:
+    def commit_audio(self, effect: CommitInputAudio) -> None:
+        """Commit the buffered input audio; the turn (or the refusal) goes to the core."""
         voice = self.voice
         assert voice is not None
         try:
