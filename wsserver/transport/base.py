@@ -3,14 +3,16 @@
 The runtime never talks to a WebSocket: it wakes the transport's writer,
 closes it with a code, and the transport pulls numbered events from the
 runtime (``SessionRuntime.next_event``) at its own pace. The WebSocket
-implementation is :class:`wsserver.transport.websocket.Connection`.
+implementation is :class:`wsserver.transport.websocket.Connection`; the in-process
+one is :class:`wsserver.transport.memory.MemoryTransport`.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from protocol.codes import CloseCode
+from protocol.codes import CLOSE_CODES, CloseCode, Disposition
+from protocol.session.inputs import Departure
 
 
 class Transport(Protocol):
@@ -27,3 +29,13 @@ class Transport(Protocol):
         unless the runtime let it go first.
         """
         ...
+
+
+def departure_for(code: CloseCode) -> Departure:
+    """How a session is left when its transport closes with ``code``.
+
+    A terminal code ends the session; any other leaves it resumable, its running
+    response generating on for the grace period.
+    """
+    terminal = CLOSE_CODES[code].disposition is Disposition.TERMINAL
+    return Departure.ENDED if terminal else Departure.LOST

@@ -39,6 +39,7 @@ from protocol.messages import (
 )
 from protocol.session.inputs import Departure
 from wsserver.frontdoor.token_bucket import TokenBucket
+from wsserver.transport.base import departure_for
 
 if TYPE_CHECKING:
     from wsserver.frontdoor.quotas import ConnectionQuota
@@ -137,9 +138,7 @@ class Connection:
         self._closing = True
         runtime = self.runtime
         if runtime is not None:
-            terminal = CLOSE_CODES[code].disposition is Disposition.TERMINAL
-            departure = Departure.ENDED if terminal else Departure.LOST
-            runtime.detach(self, departure, reason=CLOSE_CODES[code].name)
+            runtime.detach(self, departure_for(code), reason=CLOSE_CODES[code].name)
             self.runtime = None
         settings = self.server.settings
         # A slow consumer gets longer to read what is queued before its close frame.
