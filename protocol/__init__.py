@@ -7,7 +7,7 @@ the clock; everything is driven by feeding inputs and reading outputs.
 from protocol.client_session import ClientSession, ClientState
 from protocol.codes import CLOSE_CODES, ERROR_CODES, CloseCode, Disposition, ErrorCode
 from protocol.errors import ProtocolError, ProtocolViolation, ResumeRefused
-from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
+from protocol.session import ResponseStatus, ServerSession, SessionLimits
 
 __all__ = [
     "CLOSE_CODES",

@@ -211,7 +211,6 @@ class ErrorCode(enum.StrEnum):
     INPUT_TOO_LONG = "input_too_long"
     CANNOT_CONTINUE = "cannot_continue"
     STORE_UNAVAILABLE = "store_unavailable"
-    ENGINE_OVERLOADED = "engine_overloaded"
     AUDIO_NOT_ENABLED = "audio_not_enabled"
     INVALID_AUDIO = "invalid_audio"
     AUDIO_TOO_FAST = "audio_too_fast"
@@ -313,11 +312,6 @@ ERROR_CODES: dict[str, ErrorCodeInfo] = {
             "store_unavailable",
             Disposition.RESUME,
             "the session store cannot be reached; retry (with backoff) later",
-        ),
-        ErrorCodeInfo(
-            "engine_overloaded",
-            Disposition.RESUME,
-            "the engine queue is full; retry the request later",
         ),
         ErrorCodeInfo(
             "audio_not_enabled",

@@ -32,7 +32,3 @@ class ProtocolViolation(ProtocolError):
 
 class ResumeRefused(ProtocolViolation):
     """A resume request that cannot be honoured (unknown session, bad token, gap)."""
-
-
-class FrameTooLarge(ProtocolError):
-    """An encoded frame exceeds the negotiated size limit."""

@@ -12,7 +12,9 @@ from typing import Any
 
 from protocol.conversation import Turn
 from protocol.events import Event
-from protocol.server_session import ResponseState, ResponseStatus, ServerSession, SessionLimits
+from protocol.session.lifecycle import Phase
+from protocol.session.responses import ResponseState, ResponseStatus, SessionLimits
+from protocol.session.state import ServerSession
 
 
 @dataclass(slots=True)
@@ -203,6 +205,7 @@ def _ended_response(data: dict[str, Any], limits: SessionLimits) -> ResponseStat
     response = ResponseState(str(data["response_id"]), limits.max_output_tokens)
     status = data.get("status")
     response.status = ResponseStatus(status) if status else ResponseStatus.COMPLETED
+    response.phase = Phase.ENDED  # restored as it was, not moved through the lifecycle
     response.reason = data.get("reason")
     response.history_text = data.get("text") or None
     response.usage_recorded = True

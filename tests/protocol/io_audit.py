@@ -1,5 +1,6 @@
 """Watch for network and file access through Python's audit hooks (no sockets needed).
 
+``io_imports()`` lists the imports of I/O and clock modules in a package's source.
 ``watch_io()`` records, while it is active, every audit event that reaches the
 network (``socket.*``, ``urllib.Request``) or opens a file outside the
 interpreter's own installation (imports open modules; they do not count).
@@ -9,10 +10,15 @@ switched on and off.
 
 from __future__ import annotations
 
+import ast
+import importlib
+import importlib.util
 import os
+import pkgutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 _recording: list[list[str]] = []
@@ -44,3 +50,28 @@ def watch_io() -> Iterator[list[str]]:
         yield seen
     finally:
         _recording.remove(seen)
+
+
+_IO_MODULES = frozenset(
+    {"asyncio", "websockets", "redis", "socket", "time", "datetime", "threading"}
+)
+"""What sans-I/O code must not import: event loops, sockets, stores, the clock."""
+
+
+def io_imports(package: str) -> list[str]:
+    """Every import of an I/O or clock module in ``package``'s source (``module: name``)."""
+    root = importlib.import_module(package)
+    found: list[str] = []
+    for info in pkgutil.walk_packages(root.__path__, f"{package}."):
+        spec = importlib.util.find_spec(info.name)
+        assert spec is not None and spec.origin is not None
+        tree = ast.parse(Path(spec.origin).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            else:
+                continue
+            found += [f"{info.name}: {n}" for n in names if n.split(".")[0] in _IO_MODULES]
+    return found

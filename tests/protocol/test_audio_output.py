@@ -30,7 +30,7 @@ from protocol.events import (
 from protocol.messages import AudioSettings, TurnDetection
 from protocol.outbox import MAX_MERGED_AUDIO_BYTES, Outbox
 from protocol.replay import memory_of
-from protocol.server_session import ResponseState, ResponseStatus, ServerSession, SessionLimits
+from protocol.session import ResponseState, ResponseStatus, ServerSession, SessionLimits
 from protocol.snapshot import (
     ConversationSnapshot,
     StreamSnapshot,
@@ -61,7 +61,7 @@ def _speak(session: ServerSession, response: ResponseState, index: int, *, send:
     """Record word ``index`` with its audio; ``send``: the client keeps up and takes it."""
     session.record_output(response, WORDS[index], 1, _pcm(WORD_MS, index + 1), WORD_MS)
     if send:
-        session.flush()
+        session.number_pending()
 
 
 def _spoken_session(sent: int) -> tuple[ServerSession, ResponseState]:
@@ -73,7 +73,7 @@ def _spoken_session(sent: int) -> tuple[ServerSession, ResponseState]:
 
 
 def _done(session: ServerSession) -> dict[str, object]:
-    done = [e for e in session.flush() if e.type == RESPONSE_DONE]
+    done = [e for e in session.number_pending() if e.type == RESPONSE_DONE]
     assert len(done) == 1
     return done[0].to_message()
 
@@ -200,10 +200,10 @@ def test_audio_deltas_are_numbered_without_gaps_and_sealed() -> None:
     events: list[Event] = []
     for index in range(len(WORDS)):
         _speak(session, response, index, send=False)
-        events += session.flush()
+        events += session.number_pending()
         assert response.audio_sent_ms == pytest.approx((index + 1) * WORD_MS)
     session.end_response(response, ResponseStatus.COMPLETED)
-    events += session.flush()
+    events += session.number_pending()
     assert [e.seq for e in events] == list(range(2, 2 + len(events)))
     audio = [e for e in events if e.type == AUDIO_DELTA]
     assert [type(e) for e in audio] == [AudioDelta] * len(WORDS)
@@ -217,7 +217,7 @@ def test_audio_deltas_are_numbered_without_gaps_and_sealed() -> None:
 
 def test_a_lagging_client_gets_merged_audio_and_the_same_totals() -> None:
     session, response = _spoken_session(sent=0)
-    events = session.flush()
+    events = session.number_pending()
     assert [e.seq for e in events] == list(range(2, 2 + len(events)))
     assert _text_of(events) == "".join(WORDS)
     assert _audio_of(events) == b"".join(_pcm(WORD_MS, i + 1) for i in range(len(WORDS)))
@@ -231,7 +231,7 @@ def test_a_lagging_client_gets_merged_audio_and_the_same_totals() -> None:
 @pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()])
 def test_audio_events_travel_as_binary_audio_frames(codec: JsonCodec | MsgpackCodec) -> None:
     session, response = _spoken_session(sent=0)
-    audio_events = [e for e in session.flush() if e.type == AUDIO_DELTA]
+    audio_events = [e for e in session.number_pending() if e.type == AUDIO_DELTA]
     assert audio_events
     for event in audio_events:
         frame = codec.encode_event(event)
@@ -407,7 +407,7 @@ def _interrupted_text(
     for index, (text, ms) in enumerate(tokens):
         session.record_output(response, text, 1, _pcm(ms, index), float(ms))
         if index < sent:
-            session.flush()
+            session.number_pending()
     session.end_response(response, ResponseStatus.INTERRUPTED, played_ms=played_ms)
     last = session.history()[-1]
     kept = last.text if last.role == "assistant" else ""

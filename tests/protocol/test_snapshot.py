@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from protocol.events import Event
-from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
+from protocol.session import ResponseStatus, ServerSession, SessionLimits
 from protocol.snapshot import (
     ConversationSnapshot,
     StreamSnapshot,
@@ -19,9 +19,9 @@ def _running_session() -> tuple[ServerSession, list[Event]]:
     response = session.begin_response()
     for word in ["one", " two"]:
         session.record_output(response, word, 1)
-        session.flush()
+        session.number_pending()
     session.add_user_text("typed while it answered")
-    return session, session.flush()
+    return session, session.number_pending()
 
 
 def test_round_trip_restores_history_seq_and_the_running_response() -> None:
@@ -43,7 +43,7 @@ def test_round_trip_restores_history_seq_and_the_running_response() -> None:
         ("assistant", "one two"),
         ("user", "typed while it answered"),
     ]
-    done = restored.flush()[-1].to_message()
+    done = restored.number_pending()[-1].to_message()
     assert (done["status"], done["usage"]["output_tokens_delivered"]) == ("failed", 2)
 
 
@@ -61,7 +61,7 @@ def test_numbering_continues_after_a_client_that_is_ahead_of_the_store() -> None
     assert lost is not None
     restored.end_response(lost, ResponseStatus.FAILED, reason="worker_lost")
     restored.begin_response()
-    done, created = restored.flush()
+    done, created = restored.number_pending()
     # The client already holds up to last_seq + 3 from the old worker: no number is reused.
     assert (done.seq, created.seq) == (stream.last_seq + 4, stream.last_seq + 5)
     assert created.to_message()["response_id"] == "resp_2"

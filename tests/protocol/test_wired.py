@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from protocol.client_session import ClientSession
 from protocol.codes import Disposition, ErrorCode
 from protocol.errors import ResumeRefused
-from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
+from protocol.session import ResponseStatus, ServerSession, SessionLimits
 
 
 class Link:

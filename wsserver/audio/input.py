@@ -17,7 +17,27 @@ from protocol.audio_frame import AudioFrame, AudioKind
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.messages import AudioSettings
+
+# The events are the session core's inputs: defined there, re-exported here.
+from protocol.session.inputs import (
+    InputEvent,
+    SpeechDiscarded,
+    SpeechStarted,
+    SpeechStopped,
+    TurnCommitted,
+)
 from wsserver.audio.vad import VadSettings, VoiceDetector, pcm16
+
+__all__ = [
+    "AudioInput",
+    "AudioInputLimits",
+    "InputEvent",
+    "SpeechDiscarded",
+    "SpeechStarted",
+    "SpeechStopped",
+    "TurnCommitted",
+    "vad_settings",
+]
 
 MIN_CHUNK_MS = 10
 MAX_CHUNK_MS = 100
@@ -35,49 +55,6 @@ class AudioInputLimits:
     """Longest uncommitted turn (server VAD commits there; manual mode refuses more)."""
     max_ahead_ms: int = 1_000
     """How far ahead of real time a client may send (a burst after a stall)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SpeechStarted:
-    """The detector heard the user start speaking at ``audio_ms`` into the stream."""
-
-    audio_ms: int
-
-
-@dataclass(frozen=True, slots=True)
-class SpeechStopped:
-    """The user stopped speaking at ``audio_ms`` (after the configured silence)."""
-
-    audio_ms: int
-    speech_ms: int
-    """How long the speech lasted."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnCommitted:
-    """Buffered audio became a user turn."""
-
-    audio: bytes
-    start_ms: int
-    end_ms: int
-    complete: bool = True
-    """False for a part of a turn cut at the length bound while the user still talks."""
-
-    @property
-    def duration_ms(self) -> int:
-        """Length of the turn's audio."""
-        return self.end_ms - self.start_ms
-
-
-@dataclass(frozen=True, slots=True)
-class SpeechDiscarded:
-    """Speech too short to be a turn (false interruption); its audio was dropped."""
-
-    start_ms: int
-    end_ms: int
-
-
-InputEvent = SpeechStarted | SpeechStopped | TurnCommitted | SpeechDiscarded
 
 
 class RealtimePace:

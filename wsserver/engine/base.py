@@ -12,12 +12,24 @@ task that reads its response stream.
 from __future__ import annotations
 
 import asyncio
-import enum
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
+from typing import Protocol
 
-from protocol.conversation import Turn
+# The value types an engine takes and pushes are sans-I/O, shared with the session core.
+from protocol.generation import FinishReason, GenerationRequest, OutputChunk, ToolCallFragment
+
+__all__ = [
+    "Engine",
+    "EngineError",
+    "EngineOverloaded",
+    "FinishReason",
+    "Generation",
+    "GenerationRequest",
+    "GenerationSink",
+    "OutputChunk",
+    "QueueSink",
+    "ToolCallFragment",
+]
 
 
 class EngineError(Exception):
@@ -26,64 +38,6 @@ class EngineError(Exception):
 
 class EngineOverloaded(EngineError):
     """The engine's queue is full; the request was not accepted."""
-
-
-class FinishReason(enum.StrEnum):
-    """Why a generation stopped."""
-
-    STOP = "stop"
-    LENGTH = "length"
-    TOOL_CALLS = "tool_calls"
-    """The answer waits for the results of the tool calls it made."""
-    ABORTED = "aborted"
-    ERROR = "error"
-
-
-@dataclass(frozen=True, slots=True)
-class GenerationRequest:
-    """What to generate."""
-
-    request_id: str
-    prompt: Sequence[Turn]
-    max_output_tokens: int
-    prefix: str = ""
-    """Assistant text already given for this turn; generation continues after it."""
-    input_audio: bytes = b""
-    """PCM16 mono of the user's latest turn when it was spoken (the prompt holds a
-    placeholder for it); a speech engine listens to this."""
-    sample_rate: int = 16000
-    """Rate of ``input_audio`` and of the audio output."""
-    audio_output: bool = False
-    """Speak the answer: output chunks carry PCM16 audio for their text."""
-    tools: tuple[dict[str, Any], ...] = ()
-    """Tools the model may call (name, description, JSON Schema parameters)."""
-    response_format: dict[str, Any] | None = None
-    """A JSON Schema the answer's text must match (structured output), if any."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallFragment:
-    """A piece of a tool call's arguments (JSON text), or the end of them."""
-
-    call_id: str
-    name: str
-    arguments: str = ""
-    complete: bool = False
-    """The call's arguments are whole (nothing more will come for this call)."""
-
-
-@dataclass(frozen=True, slots=True)
-class OutputChunk:
-    """A piece of generated text, how many tokens it took, and the audio that speaks it."""
-
-    text: str
-    tokens: int = 1
-    audio: bytes = b""
-    """PCM16 mono at the request's sample rate; empty for text-only output."""
-    audio_ms: float = 0.0
-    """Playing time of ``audio``."""
-    tool_call: ToolCallFragment | None = None
-    """Set instead of text when the model is writing a tool call."""
 
 
 class GenerationSink(Protocol):

@@ -19,7 +19,7 @@ import msgpack
 
 from protocol.event_repair import void_event
 from protocol.events import RESPONSE_CREATED, TEXT_DELTA, Event
-from protocol.server_session import ServerSession
+from protocol.session import ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
 from wsserver.store.base import (
     AppendBatch,
@@ -70,6 +70,20 @@ class SessionJournal:
     """The session ended: the next batch deletes it from the store."""
     final: bool = False
     """The local runtime is going away: a non-shared store needs the snapshot now."""
+
+    def settle(self, *, include_unsent: bool = False) -> bool:
+        """Queue the usage of ended responses for the ledger (each once); whether any ended."""
+        session = self.session
+        responses = session.take_settled()
+        if include_unsent:
+            responses += [r for r in session.unsettled() if r.done]
+        for response in responses:
+            if response.usage_recorded:
+                continue
+            response.usage_recorded = True
+            status = response.status.value if response.status else "unknown"
+            self.usage.append(ResponseUsage(response.id, status, response.reason, response.usage()))
+        return bool(responses)
 
     def build(self) -> AppendBatch | None:
         """The batch to write now, or ``None`` if nothing changed."""

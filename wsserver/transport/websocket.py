@@ -1,9 +1,11 @@
 """One WebSocket connection: a reader and a writer running side by side.
 
-The reader validates client messages and applies them at once, so an
-interrupt is handled while output streams (control never waits behind
-output). The writer sends connection messages first, then replayed events,
-then new session events pulled from the session's outbox.
+The reader validates client messages, answers the connection-level ones (ping,
+session.start, session.resume) and hands every other one to the session
+runtime at once, so an interrupt is handled while output streams (control
+never waits behind output) and never waits for the store. The writer sends
+connection messages first, then replayed events, then new session events it
+pulls from the runtime. This is the WebSocket :class:`~wsserver.transport.base.Transport`.
 """
 
 from __future__ import annotations
@@ -33,14 +35,13 @@ from protocol.messages import (
     Ping,
     SessionResume,
     SessionStart,
-    ToolResult,
     parse_client_message,
 )
+from protocol.session.inputs import Departure
 from wsserver.frontdoor.token_bucket import TokenBucket
-from wsserver.session.runtime import Departure
+from wsserver.transport.base import departure_for
 
 if TYPE_CHECKING:
-    from protocol.server_session import ServerSession
     from wsserver.frontdoor.quotas import ConnectionQuota
     from wsserver.session.runtime import SessionRuntime
     from wsserver.worker.server import WorkerServer
@@ -97,6 +98,10 @@ class Connection:
 
     # -- called by the runtime and the server ----------------------------
 
+    def bind(self, runtime: SessionRuntime) -> None:
+        """Carry ``runtime``'s session from now on (it attached this connection)."""
+        self.runtime = runtime
+
     def wake(self) -> None:
         """Something is ready to send."""
         waiter = self._waiter
@@ -133,9 +138,7 @@ class Connection:
         self._closing = True
         runtime = self.runtime
         if runtime is not None:
-            terminal = CLOSE_CODES[code].disposition is Disposition.TERMINAL
-            departure = Departure.ENDED if terminal else Departure.DROPPED
-            runtime.detach(self, departure, reason=CLOSE_CODES[code].name)
+            runtime.detach(self, departure_for(code), reason=CLOSE_CODES[code].name)
             self.runtime = None
         settings = self.server.settings
         # A slow consumer gets longer to read what is queued before its close frame.
@@ -200,12 +203,12 @@ class Connection:
             info = CLOSE_CODES.get(sent.code)
             if info is not None and info.disposition is Disposition.TERMINAL:
                 return Departure.ENDED, info.name
-            return Departure.DROPPED, "connection_lost"
+            return Departure.LOST, "connection_lost"
         if rcvd is not None:
             if rcvd.code == CloseCode.NORMAL:
                 return Departure.ENDED, "client_closed"
-            return Departure.CLOSED, "client_closed"
-        return Departure.DROPPED, "connection_lost"
+            return Departure.CLOSED_RESUMABLE, "client_closed"
+        return Departure.LOST, "connection_lost"
 
     def _no_handshake(self) -> None:
         if self.runtime is None and not self._closing:
@@ -275,17 +278,15 @@ class Connection:
                     ErrorCode.NO_SESSION, f"{message.type} needs a session", message.id
                 )
             )
-        elif isinstance(message, ToolResult):
-            await self.runtime.tool_result(message)
         else:
+            # Everything else is the session's: the runtime takes it without waiting.
             self.runtime.handle(message)
 
     def reject(self, violation: ProtocolViolation) -> None:
         """Answer a bad message in-band; sequenced once a session exists."""
         runtime = self.runtime
         if runtime is not None:
-            runtime.session.queue_error(violation)
-            self.wake()
+            runtime.reject(violation)
         else:
             fields = error_fields(
                 violation.code.value, violation.message, violation.request_id, violation.details
@@ -327,13 +328,12 @@ class Connection:
             void_event(event)
             raise EventNotEncodable(f"event {event.seq} could not be encoded: {exc}") from exc
 
-    def _check_acks(self, event: Event, session: ServerSession) -> None:
+    def _check_acks(self, event: Event, acked: int) -> None:
         """Close a client that stopped acking while output streams (``--ack-timeout``)."""
         settings = self.server.settings
         if not settings.ack_timeout:
             return
         now = asyncio.get_running_loop().time()
-        acked = session.replay.acked_seq
         mark = self._ack_mark
         if mark is None or mark[0] <= acked:
             self._ack_mark = mark = (event.seq, now)
@@ -359,15 +359,13 @@ class Connection:
                 runtime = self.runtime
                 if runtime is None or self._closing:
                     break
-                event = runtime.session.next_event()
+                event = runtime.next_event()
                 if event is None:
                     break
-                # Numbered events go to the store in the next batch, sent or not.
-                runtime.events_numbered()
                 await send(encode_event(event))
                 if event.type == "response.done":
                     runtime.settle()
-                self._check_acks(event, runtime.session)
+                self._check_acks(event, runtime.acked_seq)
             if self._wake_pending:
                 continue
             self._waiter = asyncio.get_running_loop().create_future()

@@ -85,11 +85,10 @@ async def resume_session(
         violation.request_id = violation.request_id or message.id
         connection.reject(violation)
         return
-    previous = runtime.connection
+    previous = runtime.transport
     if previous is not None:
         # The old socket is half-open or obsolete; the newest connection wins.
-        runtime.detach(previous, Departure.DROPPED)
-        previous.runtime = None
+        runtime.detach(previous, Departure.LOST)
         previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
     _bind(host.settings, connection, runtime, resumed=True, token=None)
     connection.start_replay(events)
@@ -144,7 +143,7 @@ def _bind(
     token: str | None,
 ) -> None:
     runtime.attach(connection)
-    connection.runtime = runtime
+    connection.bind(runtime)
     ready = connection_message(
         SESSION_READY,
         protocol=PROTOCOL_VERSION,
@@ -171,7 +170,7 @@ def _bind(
 
 def _tool_fields(runtime: SessionRuntime) -> dict[str, Any]:
     """``session.ready``'s emitted calls still waiting for a result (announced again)."""
-    pending = runtime.tools.pending_announcements()
+    pending = runtime.pending_tool_calls()
     return {"pending_tool_calls": pending} if pending else {}
 
 

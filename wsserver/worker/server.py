@@ -307,7 +307,7 @@ class WorkerServer:
         return {
             "worker_id": self.worker_id,
             "sessions": len(runtimes),
-            "attached": sum(1 for r in runtimes if r.connection is not None),
+            "attached": sum(1 for r in runtimes if r.transport is not None),
             "connections": len(self.connections),
             "outbox_bytes_max": max((r.session.outbox.nbytes for r in runtimes), default=0),
             "outbox_peak_bytes_max": max(

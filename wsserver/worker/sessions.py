@@ -15,7 +15,7 @@ from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import event_from_message
 from protocol.messages import SessionResume, SessionStart
-from protocol.server_session import ResponseState, ServerSession, SessionLimits
+from protocol.session import ResponseState, ServerSession, SessionLimits
 from protocol.snapshot import (
     ConversationSnapshot,
     StreamSnapshot,

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from protocol.server_session import SessionLimits
+from protocol.session import SessionLimits
 from wsserver.frontdoor.config import FrontDoorSettings
 from wsserver.store.base import StoreLimits
 

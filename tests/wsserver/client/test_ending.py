@@ -33,7 +33,7 @@ async def test_close_while_reconnecting_ends_the_session_and_its_response(
 
         def detached_while_retrying() -> bool:
             runtime = server.sessions.get(session_id)
-            return runtime is not None and runtime.connection is None and client.reconnects >= 2
+            return runtime is not None and runtime.transport is None and client.reconnects >= 2
 
         await eventually(detached_while_retrying)
         assert server.engine.stats()["running"] == 1

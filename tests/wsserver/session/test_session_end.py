@@ -56,7 +56,7 @@ async def test_an_event_that_cannot_be_sent_closes_1011_logs_one_line_and_resume
     runtime.session.push_event(SESSION_UPDATED, {"tools": ["bad \ud800"]})
     runtime.wake()
     assert await client.closed_code() == 1011
-    await wait_until(lambda: runtime.connection is None)
+    await wait_until(lambda: runtime.transport is None)
     problems = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(problems) == 1, [r.getMessage() for r in problems]
     assert problems[0].exc_info is None, "one line, no traceback"
@@ -73,7 +73,7 @@ async def test_an_event_that_cannot_be_sent_closes_1011_logs_one_line_and_resume
         done = await again.until("response.done")
         assert done["status"] == "completed"
         again.abort()
-        await wait_until(lambda: runtime.connection is None)
+        await wait_until(lambda: runtime.transport is None)
     assert len([r for r in caplog.records if r.levelno >= logging.WARNING]) == 1
 
 
@@ -86,7 +86,7 @@ async def test_an_event_the_store_cannot_carry_is_voided_and_the_writer_goes_on(
     runtime = server.sessions[ready["session_id"]]
     # Detached: no connection writer voids it first, the store writer meets it as it is.
     first.abort()
-    await wait_until(lambda: runtime.connection is None)
+    await wait_until(lambda: runtime.transport is None)
     runtime.session.push_event(SESSION_UPDATED, {"tools": ["bad \ud800"]})
     event = runtime.session.next_event()  # numbered, as a detached session's output is
     assert event is not None

@@ -284,7 +284,7 @@ async def test_a_failure_while_the_response_ends_still_ends_it(start_server: Sta
     response = session.begin_response()
     response.output_schema = {"$ref": "#"}
     response.output_json = PartialJson()
-    runtime.generate(response)
+    runtime.execute(runtime.core.generate(response))
     messages = await read_response(client)
     done = messages[-1]
     assert (done["response_id"], done["status"], done["reason"]) == (

@@ -26,10 +26,10 @@ async def test_peer_that_stops_answering_pings_is_detached(start_server: StartSe
     client = await RawClient.connect(url_of(server), ping_interval=None)
     session_id = (await client.start())["session_id"]
     runtime = server.sessions[session_id]
-    assert runtime.connection is not None
+    assert runtime.transport is not None
     # A half-open peer: nothing it receives is read, so no pong comes back.
     client.ws.transport.pause_reading()
-    await wait_until(lambda: runtime.connection is None, timeout=10)
+    await wait_until(lambda: runtime.transport is None, timeout=10)
     assert session_id in server.sessions, "a dead peer detaches; the session stays resumable"
     client.abort()
 
@@ -58,7 +58,7 @@ async def test_a_silent_client_is_found_by_its_missing_acks_and_its_tokens_are_n
     await client.send({"type": "ack", "seq": acked})
     # Gone silent, TCP open: the kernel takes what the worker writes, nobody reads it.
     client.ws.transport.pause_reading()
-    await wait_until(lambda: runtime.connection is None, timeout=20)
+    await wait_until(lambda: runtime.transport is None, timeout=20)
     response = runtime.session.last_response or runtime.session.active
     assert response is not None
     await wait_until(lambda: runtime.session.active is None, timeout=20)

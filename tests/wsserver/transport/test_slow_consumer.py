@@ -9,7 +9,7 @@ from typing import Any
 
 from websockets.exceptions import ConnectionClosed
 
-from protocol.server_session import ServerSession
+from protocol.session import ServerSession
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.wire import RawClient, text_of, wait_until
 from wsserver.client.session_client import SessionClient
@@ -54,7 +54,7 @@ async def test_stalled_reader_gets_merged_identical_text_and_others_keep_pace(
     outbox = runtime.session.outbox
     assert outbox.merged > 0, "the stalled reader's deltas were merged"
     assert outbox.peak_bytes <= bound
-    assert runtime.connection is not None, "under the bound the connection stays open"
+    assert runtime.transport is not None, "under the bound the connection stays open"
 
     stalled.ws.transport.resume_reading()
     await stalled.until("response.done", timeout=30)
@@ -79,7 +79,7 @@ async def test_past_the_hard_bound_the_client_is_closed_and_resumes_everything(
     await stalled.send({"type": "response.create", "input": "slow reader"})
     runtime = server.sessions[session_id]
     # The worker gives up on the connection (close 4000) and keeps the session detached.
-    await wait_until(lambda: runtime.connection is None, timeout=30)
+    await wait_until(lambda: runtime.transport is None, timeout=30)
     await wait_until(lambda: runtime.session.active is None, timeout=30)
     # Detached, the backlog is numbered into the bounded replay buffer, not the outbox.
     assert runtime.session.outbox.nbytes <= bound + 64
@@ -192,7 +192,7 @@ async def test_a_slow_reader_learns_it_was_closed_4000_not_1006(
     slow.ws.transport.pause_reading()
     await slow.send({"type": "response.create", "input": "slow reader"})
     runtime = server.sessions[session_id]
-    await wait_until(lambda: runtime.connection is None, timeout=30)
+    await wait_until(lambda: runtime.transport is None, timeout=30)
     slow.ws.transport.resume_reading()
     # It reads on, a frame at a time and slower than --close-timeout allows for the
     # backlog queued ahead of the close frame (up to --write-limit in the worker).

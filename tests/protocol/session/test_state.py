@@ -10,7 +10,8 @@ from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import OUTPUT_JSON_DELTA, Event
 from protocol.partial_json import PartialJson
-from protocol.server_session import ResponseStatus, ServerSession, SessionLimits
+from protocol.session import ResponseStatus, ServerSession, SessionLimits
+from protocol.session.history import history_chars
 
 
 def _session(**limits: int) -> ServerSession:
@@ -18,7 +19,7 @@ def _session(**limits: int) -> ServerSession:
 
 
 def _drain(session: ServerSession) -> list[Event]:
-    return session.flush()
+    return session.number_pending()
 
 
 def test_lifecycle_numbers_events_and_ends_once() -> None:
@@ -91,7 +92,7 @@ def test_interrupt_keeps_what_the_client_rendered(rendered: int, kept: str | Non
     response = session.begin_response()
     for word in ["a", " b", " c"]:
         session.record_output(response, word, 1)
-    session.flush()
+    session.number_pending()
     session.end_response(response, ResponseStatus.INTERRUPTED, rendered_chars=rendered)
     last = session.history()[-1]
     if kept is None:
@@ -105,7 +106,7 @@ def test_cancel_drops_the_assistant_turn() -> None:
     session.add_user_text("q")
     response = session.begin_response()
     session.record_output(response, "partial", 1)
-    session.flush()
+    session.number_pending()
     session.end_response(response, ResponseStatus.CANCELLED, reason="client")
     assert session.history()[-1].role == "user"
 
@@ -135,7 +136,7 @@ def test_state_violations() -> None:
 def test_errors_are_sequenced_events() -> None:
     session = _session()
     session.queue_error(ProtocolViolation(ErrorCode.UNKNOWN_TYPE, "unknown type 'x'", "r7"))
-    (event,) = session.flush()
+    (event,) = session.number_pending()
     assert event.to_message() == {
         "type": "error",
         "seq": 1,
@@ -158,7 +159,7 @@ def test_settled_responses_are_reported_once() -> None:
     session.end_response(response, ResponseStatus.COMPLETED)
     assert session.take_settled() == []
     assert session.unsettled() == [response]
-    session.flush()
+    session.number_pending()
     assert session.take_settled() == [response]
     assert session.take_settled() == []
 
@@ -175,7 +176,7 @@ def test_user_text_during_a_response_follows_its_answer() -> None:
         ("assistant", "answer"),
         ("user", "second"),
     ]
-    created = session.flush()[0]
+    created = session.number_pending()[0]
     assert created.to_message()["request_id"] == "req-1"
     # The queued turn can be answered without repeating it.
     assert session.begin_response().id == "resp_2"
@@ -214,8 +215,8 @@ def test_history_is_trimmed_to_its_bound_oldest_turns_first() -> None:
         response = session.begin_response()
         session.record_output(response, f"answer {n} " + "a" * 100, 1)
         session.end_response(response, ResponseStatus.COMPLETED)
-        session.flush()
-        assert session.history_chars() <= 1000
+        session.number_pending()
+        assert history_chars(session) <= 1000
     turns = session.history()
     assert turns[0].role == "system", "the instructions are not part of the trimmed history"
     assert turns[-1].text.startswith("answer 19")
@@ -235,7 +236,7 @@ def test_acks_count_acknowledged_tokens_apart_from_delivered_ones() -> None:
     assert response.usage().output_tokens_delivered == 4
     assert response.usage().output_tokens_acknowledged == 2
     session.end_response(response, ResponseStatus.COMPLETED)
-    done = session.flush()[-1].to_message()
+    done = session.number_pending()[-1].to_message()
     assert done["usage"]["output_tokens_acknowledged"] == 2, "as of when the done was sent"
     session.ack(6)
     assert session.usage.output_tokens_acknowledged == 4

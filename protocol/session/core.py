@@ -1,0 +1,313 @@
+"""The session core: every decision of one session, as inputs in and effects out.
+
+:meth:`SessionCore.handle` takes one input (a client message, an engine chunk
+or finish, a timer firing, a store answer, a voice event, the transport
+leaving) with ``now`` and the running generation's own counts, changes the
+session's state and returns the effects for the runtime to execute, in order.
+One table (:data:`HANDLERS`) maps every input type to its handler. The core
+does no I/O and never reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.codes import ErrorCode
+from protocol.errors import ProtocolViolation
+from protocol.events import SESSION_UPDATED
+from protocol.json_schema import CompiledSchema, compile_schema
+from protocol.messages import (
+    Ack,
+    AudioSettings,
+    InputAudioClear,
+    InputAudioCommit,
+    InputText,
+    OutputAudioPlayed,
+    ResponseCancel,
+    ResponseContinue,
+    ResponseCreate,
+    ResponseInterrupt,
+    SessionUpdate,
+    ToolResult,
+)
+from protocol.partial_json import PartialJson
+from protocol.session import responding, session_policy, tool_policy, turn_taking
+from protocol.session.effects import (
+    PERSIST,
+    WAKE,
+    Effect,
+)
+from protocol.session.inputs import (
+    EngineFinished,
+    EngineOutput,
+    GenerationRefused,
+    GenerationStarted,
+    Input,
+    InternalFailure,
+    Refused,
+    ResponseLost,
+    SessionEnding,
+    SessionMessage,
+    SessionMoved,
+    SpeechDiscarded,
+    SpeechStarted,
+    SpeechStopped,
+    StopRunning,
+    TimerFired,
+    TokenCounts,
+    ToolCallsClosed,
+    ToolResultStored,
+    TransportAttached,
+    TransportDeparted,
+    TurnCommitted,
+)
+from protocol.session.responses import ResponseState, ResponseStatus
+from protocol.session.state import ServerSession
+
+
+@dataclass(frozen=True, slots=True)
+class CoreSettings:
+    """The worker's policy for its sessions (timings in seconds)."""
+
+    grace_period: float = 30.0
+    """A detached session's running response generates on this long."""
+    resume_window: float = 300.0
+    """A detached session is kept this long for its client to resume."""
+    tool_timeout: float = 60.0
+    """How long an emitted tool call waits for its result (the session's limit wins)."""
+    tool_retries: int = 0
+    """Times the engine writes a call again after invalid arguments (0: the response fails)."""
+    log_shared: bool = False
+    """A shared store keeps the event log: output of a detached session is numbered at once."""
+    max_turn_ms: int = 60_000
+    """The longest input turn; the audio kept for the engine is bounded by it."""
+
+
+class SessionCore:
+    """One session's decisions over its :class:`ServerSession` state."""
+
+    __slots__ = (
+        "_effects",
+        "attached",
+        "closed",
+        "engine",
+        "generating",
+        "now",
+        "output_schema",
+        "session",
+        "settings",
+        "turns",
+    )
+
+    def __init__(self, session: ServerSession, settings: CoreSettings) -> None:
+        self.session = session
+        self.settings = settings
+        self.attached = False
+        """A transport is attached (its writer numbers events as it sends them)."""
+        self.closed = False
+        """The session ended or moved here: nothing starts any more."""
+        self.generating = False
+        """An engine request runs for the active response."""
+        self.output_schema: CompiledSchema | None = None
+        """The running response's ``response_format``, compiled once."""
+        self.turns: turn_taking.TurnTaking | None = None
+        if session.audio is not None:
+            audio = AudioSettings.model_validate(session.audio)
+            self.turns = turn_taking.TurnTaking(audio, settings.max_turn_ms)
+        self.now = 0.0
+        self.engine: TokenCounts | None = None
+        self._effects: list[Effect] = []
+
+    @property
+    def tool_timeout(self) -> float:
+        """Seconds a round's calls wait for their results."""
+        timeout_ms = self.session.limits.tool_timeout_ms
+        return timeout_ms / 1000 if timeout_ms else self.settings.tool_timeout
+
+    def handle(self, event: Input, now: float, engine: TokenCounts | None = None) -> list[Effect]:
+        """Apply one input; the effects to execute, in order.
+
+        ``engine`` gives the running generation's own counts (``None`` when none
+        runs; read only if a response ends now, which then reports them).
+        """
+        self.now = now
+        self.engine = engine
+        effects: list[Effect] = []
+        self._effects = effects
+        HANDLERS[type(event)](self, event)
+        return effects
+
+    def generate(self, response: ResponseState) -> list[Effect]:
+        """The effects of the response's next engine request, outside any input."""
+        effects: list[Effect] = []
+        self._effects = effects
+        responding.start(self, response)
+        return effects
+
+    def emit(self, effect: Effect) -> None:
+        """Add an effect to the current input's answer."""
+        self._effects.append(effect)
+
+    def response(self, response_id: str) -> ResponseState | None:
+        """The running, unsent or latest response of that id."""
+        session = self.session
+        active = session.active
+        if active is not None and active.id == response_id:
+            return active  # the common case: once per token
+        last = session.last_response
+        if last is not None and last.id == response_id:
+            return last
+        return session.responses.get(response_id)
+
+    def refuse(self, violation: ProtocolViolation) -> None:
+        """Queue an in-band ``error`` for a refused message."""
+        self.session.queue_error(violation)
+
+    def voice(self) -> turn_taking.TurnTaking:
+        """The session's turn taking (``audio_not_enabled`` for a text-only session)."""
+        if self.turns is None:
+            raise ProtocolViolation(
+                ErrorCode.AUDIO_NOT_ENABLED, "this session was started without audio"
+            )
+        return self.turns
+
+
+# -- client messages ----------------------------------------------------------
+
+
+def _client(
+    handler: Callable[[SessionCore, Any], None],
+) -> Callable[[SessionCore, Any], None]:
+    """A client message handler: a violation becomes an in-band error; then wake, persist."""
+
+    def handle(core: SessionCore, message: SessionMessage) -> None:
+        try:
+            handler(core, message)
+        except ProtocolViolation as violation:
+            if violation.request_id is None:
+                violation.request_id = message.id
+            core.refuse(violation)
+        core.emit(WAKE)
+        core.emit(PERSIST)
+
+    return handle
+
+
+def _input_text(core: SessionCore, message: InputText) -> None:
+    core.session.add_user_text(message.text)
+
+
+def _response_create(core: SessionCore, message: ResponseCreate) -> None:
+    session = core.session
+    session.check_new_request(message.id)
+    session.check_idle()
+    schema = message.response_format.schema_ if message.response_format else None
+    compiled = compile_schema(schema, "response_format.schema") if schema is not None else None
+    if message.input is not None:
+        session.add_user_text(message.input)
+    response = session.begin_response(message.max_output_tokens, message.id)
+    core.output_schema = compiled
+    if compiled is not None:
+        response.output_schema = compiled.schema
+        response.output_json = PartialJson(unicode_only=True)
+    responding.start(core, response)
+
+
+def _response_continue(core: SessionCore, message: ResponseContinue) -> None:
+    session = core.session
+    session.check_new_request(message.id)
+    response = session.continue_response(message.response_id, message.max_output_tokens, message.id)
+    responding.start(core, response)
+
+
+def _response_interrupt(core: SessionCore, message: ResponseInterrupt) -> None:
+    response = core.session.check_active(message.response_id)
+    responding.stop(
+        core,
+        response,
+        ResponseStatus.INTERRUPTED,
+        reason="client",
+        rendered_chars=message.rendered_chars,
+        played_ms=message.played_ms,
+    )
+
+
+def _response_cancel(core: SessionCore, message: ResponseCancel) -> None:
+    response = core.session.check_active(message.response_id)
+    responding.stop(core, response, ResponseStatus.CANCELLED, reason="client")
+
+
+def _audio_played(core: SessionCore, message: OutputAudioPlayed) -> None:
+    core.voice()
+    core.session.report_played(message.response_id, message.played_ms)
+
+
+def _audio_commit(core: SessionCore, message: InputAudioCommit) -> None:
+    turn_taking.commit(core, core.voice(), message.id)
+
+
+def _audio_clear(core: SessionCore, message: InputAudioClear) -> None:
+    turn_taking.clear(core, core.voice())
+
+
+def _session_update(core: SessionCore, message: SessionUpdate) -> None:
+    session = core.session
+    session.tools.set_tools([t.model_dump() for t in message.tools])
+    session.conversation.version += 1  # the tools are part of the snapshot
+    session.push_event(SESSION_UPDATED, {"tools": [t.name for t in message.tools]})
+
+
+def _ack(core: SessionCore, message: Ack) -> None:
+    core.session.ack(message.seq)
+
+
+def _tool_result(core: SessionCore, message: ToolResult) -> None:
+    tool_policy.on_result(core, message)
+
+
+def _refused(core: SessionCore, event: Refused) -> None:
+    core.refuse(event.violation)
+    core.emit(WAKE)
+    core.emit(PERSIST)
+
+
+HANDLERS: dict[type, Callable[[SessionCore, Any], None]] = {
+    # client messages
+    InputText: _client(_input_text),
+    ResponseCreate: _client(_response_create),
+    ResponseContinue: _client(_response_continue),
+    ResponseInterrupt: _client(_response_interrupt),
+    ResponseCancel: _client(_response_cancel),
+    OutputAudioPlayed: _client(_audio_played),
+    InputAudioCommit: _client(_audio_commit),
+    InputAudioClear: _client(_audio_clear),
+    SessionUpdate: _client(_session_update),
+    Ack: _client(_ack),
+    ToolResult: _client(_tool_result),
+    Refused: _refused,
+    # the engine
+    GenerationStarted: responding.on_started,
+    GenerationRefused: responding.on_refused,
+    EngineOutput: responding.on_output,
+    EngineFinished: responding.on_finished,
+    InternalFailure: responding.on_internal_failure,
+    # the store
+    ToolResultStored: tool_policy.on_result_stored,
+    ToolCallsClosed: tool_policy.on_calls_closed,
+    # the turn detector
+    SpeechStarted: turn_taking.on_voice_event,
+    SpeechStopped: turn_taking.on_voice_event,
+    TurnCommitted: turn_taking.on_voice_event,
+    SpeechDiscarded: turn_taking.on_voice_event,
+    # the transport, timers and the worker
+    TransportAttached: session_policy.attached,
+    TransportDeparted: session_policy.departed,
+    TimerFired: session_policy.timer,
+    SessionEnding: session_policy.ending,
+    SessionMoved: session_policy.moved,
+    StopRunning: session_policy.stop_running,
+    ResponseLost: session_policy.lost,
+}
+"""Every input type and its handler: the one place a session's input is dispatched."""
