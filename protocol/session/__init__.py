@@ -7,7 +7,8 @@ usage), ``core`` dispatches every input through one table to the handlers of
 reads the clock.
 """
 
-from protocol.session.core import CoreSettings, SessionCore
+from protocol.session.core import SessionCore
+from protocol.session.core_settings import CoreSettings
 from protocol.session.lifecycle import Phase, Trigger
 from protocol.session.responses import ResponseState, ResponseStatus, SessionLimits
 from protocol.session.state import ServerSession

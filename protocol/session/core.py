@@ -11,12 +11,12 @@ does no I/O and never reads a clock.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import SESSION_UPDATED
+from protocol.generation import ToolCallFragment
 from protocol.json_schema import CompiledSchema, compile_schema
 from protocol.messages import (
     Ack,
@@ -34,6 +34,7 @@ from protocol.messages import (
 )
 from protocol.partial_json import PartialJson
 from protocol.session import responding, session_policy, tool_policy, turn_taking
+from protocol.session.core_settings import CoreSettings
 from protocol.session.effects import (
     PERSIST,
     WAKE,
@@ -65,24 +66,7 @@ from protocol.session.inputs import (
 )
 from protocol.session.responses import ResponseState, ResponseStatus
 from protocol.session.state import ServerSession
-
-
-@dataclass(frozen=True, slots=True)
-class CoreSettings:
-    """The worker's policy for its sessions (timings in seconds)."""
-
-    grace_period: float = 30.0
-    """A detached session's running response generates on this long."""
-    resume_window: float = 300.0
-    """A detached session is kept this long for its client to resume."""
-    tool_timeout: float = 60.0
-    """How long an emitted tool call waits for its result (the session's limit wins)."""
-    tool_retries: int = 0
-    """Times the engine writes a call again after invalid arguments (0: the response fails)."""
-    log_shared: bool = False
-    """A shared store keeps the event log: output of a detached session is numbered at once."""
-    max_turn_ms: int = 60_000
-    """The longest input turn; the audio kept for the engine is bounded by it."""
+from protocol.session.turns import TurnTaking
 
 
 class SessionCore:
@@ -112,10 +96,10 @@ class SessionCore:
         """An engine request runs for the active response."""
         self.output_schema: CompiledSchema | None = None
         """The running response's ``response_format``, compiled once."""
-        self.turns: turn_taking.TurnTaking | None = None
+        self.turns: TurnTaking | None = None
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
-            self.turns = turn_taking.TurnTaking(audio, settings.max_turn_ms)
+            self.turns = TurnTaking(audio, settings.max_turn_ms)
         self.now = 0.0
         self.engine: TokenCounts | None = None
         self._effects: list[Effect] = []
@@ -165,13 +149,31 @@ class SessionCore:
         """Queue an in-band ``error`` for a refused message."""
         self.session.queue_error(violation)
 
-    def voice(self) -> turn_taking.TurnTaking:
+    def voice(self) -> TurnTaking:
         """The session's turn taking (``audio_not_enabled`` for a text-only session)."""
         if self.turns is None:
             raise ProtocolViolation(
                 ErrorCode.AUDIO_NOT_ENABLED, "this session was started without audio"
             )
         return self.turns
+
+    # -- hooks of the response lifecycle (see protocol.session.actions) ----------
+
+    def tool_fragment(
+        self, response: ResponseState, fragment: ToolCallFragment, tokens: int
+    ) -> None:
+        """The engine wrote a piece of a tool call: the tool policy judges it."""
+        tool_policy.on_fragment(self, response, fragment, tokens)
+
+    def tools_called(self, response: ResponseState) -> None:
+        """The round stopped for its calls: the tool policy waits for the results."""
+        tool_policy.on_tool_calls(self, response)
+
+    def response_ended(self) -> None:
+        """A response ended: the tool wait stops; a voice turn that waited is answered."""
+        tool_policy.response_ended(self)
+        if self.turns is not None and not self.closed and self.attached:
+            turn_taking.response_ended(self, self.turns)
 
 
 # -- client messages ----------------------------------------------------------

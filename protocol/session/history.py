@@ -8,17 +8,13 @@ exchanges are forgotten first.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from protocol.codes import ErrorCode
 from protocol.conversation import Turn
 from protocol.errors import ProtocolViolation
 from protocol.session.lifecycle import Phase
+from protocol.session.parts import SessionParts
 from protocol.session.responses import CONTINUABLE, ResponseState, ResponseStatus
 from protocol.tool_loop import CallState, result_text
-
-if TYPE_CHECKING:
-    from protocol.session.state import ServerSession
 
 
 def turn_chars(turn: Turn) -> int:
@@ -26,12 +22,12 @@ def turn_chars(turn: Turn) -> int:
     return len(turn.text) + sum(len(c.arguments) + len(c.name) for c in turn.tool_calls)
 
 
-def history_chars(session: ServerSession) -> int:
+def history_chars(session: SessionParts) -> int:
     """Characters of the conversation (turn texts and tool-call arguments)."""
     return sum(turn_chars(t) for t in session.conversation.turns)
 
 
-def record_round(session: ServerSession, response: ResponseState, text: str) -> None:
+def record_round(session: SessionParts, response: ResponseState, text: str) -> None:
     """A round's text and the calls the client got become an assistant turn.
 
     A response awaiting tools has recorded its round already (when the engine
@@ -51,7 +47,7 @@ def record_round(session: ServerSession, response: ResponseState, text: str) -> 
 
 
 def record_ending(
-    session: ServerSession,
+    session: SessionParts,
     response: ResponseState,
     status: ResponseStatus,
     rendered_chars: int | None,
@@ -84,7 +80,7 @@ def record_ending(
         response.history_text = text
 
 
-def cut_to_heard(session: ServerSession, response: ResponseState) -> None:
+def cut_to_heard(session: SessionParts, response: ResponseState) -> None:
     """Cut an interrupted answer's turn again to what the client says it played.
 
     Only while that turn is still the latest thing it said and no other answer
@@ -109,7 +105,7 @@ def cut_to_heard(session: ServerSession, response: ResponseState) -> None:
         response.history_text = text
 
 
-def trim_history(session: ServerSession) -> None:
+def trim_history(session: SessionParts) -> None:
     """Forget the oldest turns while the history is above its bound.
 
     Whole exchanges go: the history then starts at a user turn (never with
@@ -134,7 +130,7 @@ def trim_history(session: ServerSession) -> None:
             response.history_index = index if index >= 0 else None
 
 
-def take_continued_turn(session: ServerSession, response_id: str) -> str:
+def take_continued_turn(session: SessionParts, response_id: str) -> str:
     """Check that ``response_id`` may be continued; returns the text it continues from.
 
     Allowed for the latest response when it ended failed, incomplete or

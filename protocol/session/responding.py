@@ -9,12 +9,12 @@ tokens), then ends with its single ``response.done``.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.codes import CloseCode
 from protocol.events import OUTPUT_JSON_DONE, RESPONSE_DONE, Event
 from protocol.generation import FinishReason, GenerationRequest
-from protocol.session import tool_policy, turn_taking
+from protocol.session.actions import CoreActions
 from protocol.session.effects import (
     PERSIST,
     WAKE,
@@ -33,9 +33,6 @@ from protocol.session.lifecycle import Phase
 from protocol.session.responses import ResponseState, ResponseStatus
 from protocol.session.structured_output import final_output
 
-if TYPE_CHECKING:
-    from protocol.session.core import SessionCore
-
 FINISH_STATUS: dict[FinishReason, tuple[ResponseStatus, str | None]] = {
     FinishReason.STOP: (ResponseStatus.COMPLETED, None),
     FinishReason.LENGTH: (ResponseStatus.INCOMPLETE, "max_output_tokens"),
@@ -46,7 +43,7 @@ FINISH_STATUS: dict[FinishReason, tuple[ResponseStatus, str | None]] = {
 """How a generation that stopped by itself ends its response (status, reason)."""
 
 
-def start(core: SessionCore, response: ResponseState) -> None:
+def start(core: CoreActions, response: ResponseState) -> None:
     """Ask for the response's next engine request (the first, or after tool results)."""
     session = core.session
     turns = core.turns
@@ -67,7 +64,7 @@ def start(core: SessionCore, response: ResponseState) -> None:
     core.emit(StartGeneration(response.id, request))
 
 
-def on_started(core: SessionCore, event: GenerationStarted) -> None:
+def on_started(core: CoreActions, event: GenerationStarted) -> None:
     """The engine took the request: its input tokens are known now."""
     response = core.response(event.response_id)
     if response is None:
@@ -77,7 +74,7 @@ def on_started(core: SessionCore, event: GenerationStarted) -> None:
     response.input_tokens += event.input_tokens
 
 
-def on_refused(core: SessionCore, event: GenerationRefused) -> None:
+def on_refused(core: CoreActions, event: GenerationRefused) -> None:
     """The engine did not take the request: never leave a response open that nothing ends."""
     core.generating = False
     response = core.response(event.response_id)
@@ -87,14 +84,14 @@ def on_refused(core: SessionCore, event: GenerationRefused) -> None:
     core.session.end_response(response, ResponseStatus.FAILED, reason=reason)
 
 
-def on_output(core: SessionCore, event: EngineOutput) -> None:
+def on_output(core: CoreActions, event: EngineOutput) -> None:
     """Engine output of a running response."""
     session = core.session
     response = core.response(event.response_id)
     assert response is not None, f"output for unknown response {event.response_id}"
     chunk = event.chunk
     if chunk.tool_call is not None:
-        tool_policy.on_fragment(core, response, chunk.tool_call, chunk.tokens)
+        core.tool_fragment(response, chunk.tool_call, chunk.tokens)
     else:
         session.record_output(response, chunk.text, chunk.tokens, chunk.audio, chunk.audio_ms)
     if not core.attached and core.settings.log_shared:
@@ -112,14 +109,14 @@ def on_output(core: SessionCore, event: EngineOutput) -> None:
     core.emit(WAKE)
 
 
-def on_finished(core: SessionCore, event: EngineFinished) -> None:
+def on_finished(core: CoreActions, event: EngineFinished) -> None:
     """The engine stopped by itself: wait for tools, or end (a structured answer checked)."""
     core.generating = False
     response = core.response(event.response_id)
     if response is None or response.done:
         return
     if event.reason is FinishReason.TOOL_CALLS:
-        tool_policy.on_tool_calls(core, response)
+        core.tools_called(response)
         core.emit(WAKE)
         return
     if response.output_schema is not None and event.reason is FinishReason.STOP:
@@ -132,13 +129,13 @@ def on_finished(core: SessionCore, event: EngineFinished) -> None:
     end(core, response, status, reason=why)
 
 
-def fail(core: SessionCore, response: ResponseState, reason: str, *, error: dict[str, Any]) -> None:
+def fail(core: CoreActions, response: ResponseState, reason: str, *, error: dict[str, Any]) -> None:
     """End a response ``failed`` (engine aborted first), saying why in its done."""
     stop(core, response, ResponseStatus.FAILED, reason=reason, details={"error": error})
 
 
 def stop(
-    core: SessionCore,
+    core: CoreActions,
     response: ResponseState,
     status: ResponseStatus,
     *,
@@ -162,7 +159,7 @@ def stop(
 
 
 def end(
-    core: SessionCore,
+    core: CoreActions,
     response: ResponseState,
     status: ResponseStatus,
     *,
@@ -189,13 +186,11 @@ def end(
     )
     if counts is not None:
         core.generating = False
-    tool_policy.response_ended(core)
-    if core.turns is not None and not core.closed and core.attached:
-        turn_taking.response_ended(core, core.turns)
+    core.response_ended()
     core.emit(WAKE)
 
 
-def on_internal_failure(core: SessionCore, event: InternalFailure) -> None:
+def on_internal_failure(core: CoreActions, event: InternalFailure) -> None:
     """Whatever failed while a response ran or ended, it still ends, once: ``failed``.
 
     Without this the engine's loop would drop the generation and the response
@@ -217,7 +212,7 @@ def on_internal_failure(core: SessionCore, event: InternalFailure) -> None:
     core.emit(PERSIST)
 
 
-def _abandon(core: SessionCore, response: ResponseState) -> None:
+def _abandon(core: CoreActions, response: ResponseState) -> None:
     session = core.session
     session.active = None
     session.last_response = response

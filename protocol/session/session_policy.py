@@ -8,9 +8,8 @@ that runs out of time, a takeover and a lost worker end what runs.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from protocol.session import responding, tool_policy
+from protocol.session.actions import CoreActions
 from protocol.session.effects import (
     PERSIST,
     AbortGeneration,
@@ -32,17 +31,14 @@ from protocol.session.inputs import (
 )
 from protocol.session.responses import ResponseStatus
 
-if TYPE_CHECKING:
-    from protocol.session.core import SessionCore
 
-
-def attached(core: SessionCore, event: TransportAttached) -> None:
+def attached(core: CoreActions, event: TransportAttached) -> None:
     core.attached = True
     core.emit(CancelTimer(TimerKind.GRACE))
     core.emit(CancelTimer(TimerKind.EXPIRY))
 
 
-def departed(core: SessionCore, event: TransportDeparted) -> None:
+def departed(core: CoreActions, event: TransportDeparted) -> None:
     core.attached = False
     active = core.session.active
     if event.departure is Departure.LOST:
@@ -58,7 +54,7 @@ def departed(core: SessionCore, event: TransportDeparted) -> None:
     core.emit(PERSIST)
 
 
-def timer(core: SessionCore, event: TimerFired) -> None:
+def timer(core: CoreActions, event: TimerFired) -> None:
     if event.kind is TimerKind.TOOL_WAIT:
         tool_policy.on_timeout(core)
     elif event.kind is TimerKind.EXPIRY:
@@ -72,7 +68,7 @@ def timer(core: SessionCore, event: TimerFired) -> None:
             core.emit(RecordUsage(include_unsent=True))
 
 
-def ending(core: SessionCore, event: SessionEnding) -> None:
+def ending(core: CoreActions, event: SessionEnding) -> None:
     if core.closed:
         return
     core.closed = True
@@ -86,7 +82,7 @@ def ending(core: SessionCore, event: SessionEnding) -> None:
     core.emit(PERSIST)
 
 
-def moved(core: SessionCore, event: SessionMoved) -> None:
+def moved(core: CoreActions, event: SessionMoved) -> None:
     if core.closed:
         return
     core.closed = True
@@ -100,14 +96,14 @@ def moved(core: SessionCore, event: SessionMoved) -> None:
     core.attached = False
 
 
-def stop_running(core: SessionCore, event: StopRunning) -> None:
+def stop_running(core: CoreActions, event: StopRunning) -> None:
     active = core.session.active
     if active is not None:
         responding.stop(core, active, ResponseStatus.INCOMPLETE, reason=event.reason)
         core.emit(PERSIST)
 
 
-def lost(core: SessionCore, event: ResponseLost) -> None:
+def lost(core: CoreActions, event: ResponseLost) -> None:
     response = core.response(event.response_id)
     assert response is not None, f"no response {event.response_id}"
     # The store's text is all that survived; a client that saw more trims to it.

@@ -20,14 +20,13 @@ results are still recorded (ledger and history) when they come.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import TOOL_CALL_CLOSED, TOOL_CALL_REJECTED, TOOL_RESULT_ACCEPTED
 from protocol.generation import ToolCallFragment
 from protocol.messages import ToolResult
 from protocol.session import responding
+from protocol.session.actions import CoreActions
 from protocol.session.effects import (
     PERSIST,
     WAKE,
@@ -51,12 +50,9 @@ from protocol.session.tool_rounds import (
 )
 from protocol.tool_loop import CallState, ToolArgumentsInvalid
 
-if TYPE_CHECKING:
-    from protocol.session.core import SessionCore
-
 
 def on_fragment(
-    core: SessionCore, response: ResponseState, fragment: ToolCallFragment, tokens: int
+    core: CoreActions, response: ResponseState, fragment: ToolCallFragment, tokens: int
 ) -> None:
     """A piece of a call, or its end: a provisional delta, or the validated call."""
     if response.done:
@@ -75,7 +71,7 @@ def on_fragment(
     core.emit(RecordToolCall(call.call_id, call.response_id, call.name, call.arguments_text))
 
 
-def _invalid(core: SessionCore, response: ResponseState, invalid: ToolArgumentsInvalid) -> None:
+def _invalid(core: CoreActions, response: ResponseState, invalid: ToolArgumentsInvalid) -> None:
     """Never a half-valid call: ask the engine again (if allowed), else fail."""
     error = {"call_id": invalid.call_id, "name": invalid.name, "message": invalid.message}
     if response.tool_retries >= core.settings.tool_retries:
@@ -94,7 +90,7 @@ def _invalid(core: SessionCore, response: ResponseState, invalid: ToolArgumentsI
     responding.start(core, response)
 
 
-def on_tool_calls(core: SessionCore, response: ResponseState) -> None:
+def on_tool_calls(core: CoreActions, response: ResponseState) -> None:
     """The engine stopped for its calls: wait for the results (bounded)."""
     pending = await_tools(core.session, response)
     if not pending:
@@ -103,18 +99,18 @@ def on_tool_calls(core: SessionCore, response: ResponseState) -> None:
     core.emit(ArmTimer(TimerKind.TOOL_WAIT, core.tool_timeout))
 
 
-def _next_round(core: SessionCore, response: ResponseState) -> None:
+def _next_round(core: CoreActions, response: ResponseState) -> None:
     core.emit(CancelTimer(TimerKind.TOOL_WAIT))
     next_round(response)
     responding.start(core, response)
 
 
-def on_result(core: SessionCore, message: ToolResult) -> None:
+def on_result(core: CoreActions, message: ToolResult) -> None:
     """``tool.result``: applied once through the ledger; the store's answer comes back."""
     core.emit(ApplyToolResult(message.call_id, message.output, message.error, message.id))
 
 
-def on_result_stored(core: SessionCore, event: ToolResultStored) -> None:
+def on_result_stored(core: CoreActions, event: ToolResultStored) -> None:
     """The ledger's answer to a result: acknowledged every time, applied once."""
     try:
         _result_stored(core, event)
@@ -126,7 +122,7 @@ def on_result_stored(core: SessionCore, event: ToolResultStored) -> None:
     core.emit(PERSIST)
 
 
-def _result_stored(core: SessionCore, event: ToolResultStored) -> None:
+def _result_stored(core: CoreActions, event: ToolResultStored) -> None:
     session = core.session
     outcome = event.outcome
     if outcome is ResultOutcome.UNAVAILABLE:
@@ -151,7 +147,7 @@ def _result_stored(core: SessionCore, event: ToolResultStored) -> None:
         _next_round(core, active)
 
 
-def on_timeout(core: SessionCore) -> None:
+def on_timeout(core: CoreActions) -> None:
     """The round waited long enough: close its unanswered calls in the ledger."""
     response = core.session.active
     if response is None or response.phase is not Phase.AWAITING_TOOLS:
@@ -160,7 +156,7 @@ def on_timeout(core: SessionCore) -> None:
     core.emit(CloseToolCalls(response.id, pending))
 
 
-def on_calls_closed(core: SessionCore, event: ToolCallsClosed) -> None:
+def on_calls_closed(core: CoreActions, event: ToolCallsClosed) -> None:
     """The ledger closed the calls (or could not be reached): the round ends ``incomplete``.
 
     A result that won the race keeps its call open: it continues the response.
@@ -183,6 +179,6 @@ def on_calls_closed(core: SessionCore, event: ToolCallsClosed) -> None:
     core.emit(PERSIST)
 
 
-def response_ended(core: SessionCore) -> None:
+def response_ended(core: CoreActions) -> None:
     """The waiting response ended another way (interrupt, cancel, session end)."""
     core.emit(CancelTimer(TimerKind.TOOL_WAIT))

@@ -8,20 +8,18 @@ them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from protocol.conversation import Turn
 from protocol.session.history import record_round
 from protocol.session.lifecycle import Phase, Trigger
+from protocol.session.parts import SessionParts
 from protocol.session.responses import ResponseState
 from protocol.tool_loop import CallState, ToolCallState, result_text
 
-if TYPE_CHECKING:
-    from protocol.session.state import ServerSession
-
 
 def record_fragment(
-    session: ServerSession,
+    session: SessionParts,
     response: ResponseState,
     call_id: str,
     name: str,
@@ -37,7 +35,7 @@ def record_fragment(
         session.outbox.push(event)
 
 
-def emit_call(session: ServerSession, call_id: str) -> ToolCallState:
+def emit_call(session: SessionParts, call_id: str) -> ToolCallState:
     """The call's arguments are complete: validate and announce it.
 
     Raises :class:`protocol.tool_loop.ToolArgumentsInvalid`.
@@ -47,7 +45,7 @@ def emit_call(session: ServerSession, call_id: str) -> ToolCallState:
     return session.tools.calls[call_id]
 
 
-def await_tools(session: ServerSession, response: ResponseState) -> list[ToolCallState]:
+def await_tools(session: SessionParts, response: ResponseState) -> list[ToolCallState]:
     """The engine stopped for its calls: the round's text and calls join the history.
 
     Returns the calls still waiting for a result.
@@ -60,9 +58,7 @@ def await_tools(session: ServerSession, response: ResponseState) -> list[ToolCal
     return [c for c in calls if c.state is CallState.EMITTED]
 
 
-def reject_call(
-    session: ServerSession, response: ResponseState, call_id: str, message: str
-) -> None:
+def reject_call(session: SessionParts, response: ResponseState, call_id: str, message: str) -> None:
     """An invalid call and why, in the history, for the engine's next attempt."""
     call = session.tools.calls[call_id]
     text = response.generated_text()[response.segment_start :]
@@ -73,7 +69,7 @@ def reject_call(
     response.advance(Trigger.RETRY)
 
 
-def add_result(session: ServerSession, call_id: str, output: Any, error: str | None) -> bool:
+def add_result(session: SessionParts, call_id: str, output: Any, error: str | None) -> bool:
     """A result the store applied; returns whether its waiting response may go on."""
     call = session.tools.answer(call_id, output, error)
     if call is None:

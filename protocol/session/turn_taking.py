@@ -10,8 +10,6 @@ user heard.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from protocol.errors import ProtocolViolation
 from protocol.events import (
     INPUT_CLEARED,
@@ -20,8 +18,8 @@ from protocol.events import (
     SPEECH_STARTED,
     SPEECH_STOPPED,
 )
-from protocol.messages import AudioSettings
 from protocol.session import responding
+from protocol.session.actions import CoreActions
 from protocol.session.effects import (
     PERSIST,
     WAKE,
@@ -35,71 +33,22 @@ from protocol.session.inputs import (
     SpeechStopped,
     TurnCommitted,
 )
-from protocol.session.responses import ResponseState, ResponseStatus
-
-if TYPE_CHECKING:
-    from protocol.session.core import SessionCore
+from protocol.session.responses import ResponseStatus
+from protocol.session.turns import TurnTaking, audio_turn_text
 
 
-def audio_turn_text(duration_ms: int) -> str:
-    """The conversation's placeholder for a spoken turn (engines get the audio itself)."""
-    return f"[audio {duration_ms} ms]"
-
-
-class TurnTaking:
-    """The voice state of one session started with audio."""
-
-    __slots__ = (
-        "answer_when_idle",
-        "barge_ins",
-        "barged",
-        "max_audio_bytes",
-        "pending_audio",
-        "settings",
-        "speaking",
-    )
-
-    def __init__(self, settings: AudioSettings, max_turn_ms: int) -> None:
-        self.settings = settings
-        self.max_audio_bytes = int(max_turn_ms * settings.sample_rate * 2 / 1000)
-        """The audio kept for the next engine request is bounded like one turn."""
-        self.pending_audio = bytearray()
-        """Audio of the turns committed since the last answer, for the engine."""
-        self.answer_when_idle = False
-        """A turn was committed while an answer ran: answer it when that one ends."""
-        self.barged: ResponseState | None = None
-        """The response the current speech interrupted (false-interruption recovery)."""
-        self.barge_ins = 0
-        self.speaking = False
-        """The detector hears the user now (between speech started and stopped)."""
-
-    def keep_audio(self, audio: bytes) -> None:
-        """Keep a turn's audio for the next engine request (bounded like one turn)."""
-        pending = self.pending_audio
-        pending += audio
-        if len(pending) > self.max_audio_bytes:
-            del pending[: len(pending) - self.max_audio_bytes]
-
-    def take_audio(self) -> bytes:
-        """The committed turns' audio, handed to one engine request."""
-        audio = bytes(self.pending_audio)
-        self.pending_audio.clear()
-        self.answer_when_idle = False
-        return audio
-
-
-def commit(core: SessionCore, turns: TurnTaking, request_id: str | None) -> None:
+def commit(core: CoreActions, turns: TurnTaking, request_id: str | None) -> None:
     """``input_audio.commit``: the runtime commits the buffer; the turn comes back."""
     core.emit(CommitInputAudio(request_id))
 
 
-def clear(core: SessionCore, turns: TurnTaking) -> None:
+def clear(core: CoreActions, turns: TurnTaking) -> None:
     """``input_audio.clear``."""
     core.emit(ClearInputAudio())
     core.session.push_event(INPUT_CLEARED, {})
 
 
-def on_voice_event(core: SessionCore, event: InputEvent) -> None:
+def on_voice_event(core: CoreActions, event: InputEvent) -> None:
     """A voice event of the turn detector (or of a commit)."""
     turns = core.voice()
     try:
@@ -110,7 +59,7 @@ def on_voice_event(core: SessionCore, event: InputEvent) -> None:
     core.emit(PERSIST)
 
 
-def _apply(core: SessionCore, turns: TurnTaking, event: InputEvent) -> None:
+def _apply(core: CoreActions, turns: TurnTaking, event: InputEvent) -> None:
     session = core.session
     detection = turns.settings.turn_detection
     if isinstance(event, SpeechStarted):
@@ -153,7 +102,7 @@ def _apply(core: SessionCore, turns: TurnTaking, event: InputEvent) -> None:
                 turns.answer_when_idle = True
 
 
-def response_ended(core: SessionCore, turns: TurnTaking) -> None:
+def response_ended(core: CoreActions, turns: TurnTaking) -> None:
     """A response ended: answer a turn that waited for it, unless the user talks now."""
     session = core.session
     if not turns.answer_when_idle or session.active is not None or turns.speaking:
@@ -163,7 +112,7 @@ def response_ended(core: SessionCore, turns: TurnTaking) -> None:
         responding.start(core, session.begin_response())
 
 
-def _resume_cut_off(core: SessionCore, turns: TurnTaking) -> None:
+def _resume_cut_off(core: CoreActions, turns: TurnTaking) -> None:
     """A cough interrupted the answer: go on from what the user heard."""
     barged, turns.barged = turns.barged, None
     session = core.session

@@ -3,23 +3,38 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine, FinishReason, OutputChunk
-from wsserver.session.persistence import Persister
+from wsserver.session.persistence import Persister, SessionJournal
 from wsserver.store.base import SessionStore
 
-if TYPE_CHECKING:
-    from wsserver.session.runtime import SessionRuntime
-
 _DEFAULT_AUDIO_LIMITS = AudioInputLimits()
+
+
+class EndedRuntime(Protocol):
+    """What the worker sees of a runtime whose session ended here."""
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        ...
+
+    @property
+    def journal(self) -> SessionJournal:
+        """The session's pending writes to the store."""
+        ...
+
+    def persist(self) -> None:
+        """Schedule the session's pending writes."""
+        ...
 
 
 class RuntimeHost(Protocol):
     """What a runtime needs from its worker."""
 
-    def session_ended(self, runtime: SessionRuntime, *, remove_from_store: bool) -> None:
+    def session_ended(self, runtime: EndedRuntime, *, remove_from_store: bool) -> None:
         """Forget the runtime (and, for an ended session, its store record)."""
         ...
 
@@ -44,12 +59,24 @@ class RuntimeContext:
     """Times the engine writes a call again after invalid arguments (0: the response fails)."""
 
 
+class EngineInputs(Protocol):
+    """Where a generation's output goes: the runtime, which feeds it to the core."""
+
+    def engine_output(self, response_id: str, chunk: OutputChunk) -> None:
+        """A chunk of the response's running generation."""
+        ...
+
+    def engine_finished(self, response_id: str, reason: FinishReason) -> None:
+        """The response's generation stopped by itself."""
+        ...
+
+
 class ResponseSink:
     """Turns one generation's output into inputs of the core."""
 
     __slots__ = ("_response_id", "_runtime")
 
-    def __init__(self, runtime: SessionRuntime, response_id: str) -> None:
+    def __init__(self, runtime: EngineInputs, response_id: str) -> None:
         self._runtime = runtime
         self._response_id = response_id
 

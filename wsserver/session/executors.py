@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from protocol.session.effects import (
     AbortGeneration,
@@ -21,66 +21,119 @@ from protocol.session.effects import (
     StartGeneration,
     Wake,
 )
+from wsserver.session.ledger import ToolLedger
+from wsserver.session.timers import SessionTimers
+from wsserver.session.voice import VoiceInput
+from wsserver.transport.base import Transport
 
-if TYPE_CHECKING:
-    from wsserver.session.runtime import SessionRuntime
+
+class EffectTarget(Protocol):
+    """What the executors act on: the session runtime (its parts and its own actions)."""
+
+    @property
+    def timers(self) -> SessionTimers:
+        """The session's timers (grace, expiry, tool wait)."""
+        ...
+
+    @property
+    def ledger(self) -> ToolLedger:
+        """Runs the session's tool-ledger store calls."""
+        ...
+
+    @property
+    def voice(self) -> VoiceInput | None:
+        """The session's input audio (``None`` without audio)."""
+        ...
+
+    @property
+    def transport(self) -> Transport | None:
+        """The attached transport, if any."""
+        ...
+
+    def wake(self) -> None:
+        """Tell the transport's writer there is something to send."""
+        ...
+
+    def persist(self) -> None:
+        """Schedule the session's new events and state for the store."""
+        ...
+
+    def start_generation(self, effect: StartGeneration) -> None:
+        """Submit the engine request."""
+        ...
+
+    def abort_generation(self) -> None:
+        """Abort the running engine request."""
+        ...
+
+    def commit_audio(self, effect: CommitInputAudio) -> None:
+        """Commit the input audio buffer as a turn."""
+        ...
+
+    def settle(self, *, include_unsent: bool = False) -> None:
+        """Write the usage of finished responses to the ledger."""
+        ...
+
+    def end(self, *, remove_from_store: bool) -> None:
+        """End the session here."""
+        ...
 
 
-def _wake(runtime: SessionRuntime, effect: Wake) -> None:
+def _wake(runtime: EffectTarget, effect: Wake) -> None:
     runtime.wake()
 
 
-def _persist(runtime: SessionRuntime, effect: Persist) -> None:
+def _persist(runtime: EffectTarget, effect: Persist) -> None:
     runtime.persist()
 
 
-def _start(runtime: SessionRuntime, effect: StartGeneration) -> None:
+def _start(runtime: EffectTarget, effect: StartGeneration) -> None:
     runtime.start_generation(effect)
 
 
-def _abort(runtime: SessionRuntime, effect: AbortGeneration) -> None:
+def _abort(runtime: EffectTarget, effect: AbortGeneration) -> None:
     runtime.abort_generation()
 
 
-def _arm(runtime: SessionRuntime, effect: ArmTimer) -> None:
+def _arm(runtime: EffectTarget, effect: ArmTimer) -> None:
     runtime.timers.arm(effect.kind, effect.delay)
 
 
-def _cancel(runtime: SessionRuntime, effect: CancelTimer) -> None:
+def _cancel(runtime: EffectTarget, effect: CancelTimer) -> None:
     runtime.timers.cancel(effect.kind)
 
 
 def _ledger(
-    runtime: SessionRuntime, effect: RecordToolCall | ApplyToolResult | CloseToolCalls
+    runtime: EffectTarget, effect: RecordToolCall | ApplyToolResult | CloseToolCalls
 ) -> None:
     runtime.ledger.run(effect)
 
 
-def _commit(runtime: SessionRuntime, effect: CommitInputAudio) -> None:
+def _commit(runtime: EffectTarget, effect: CommitInputAudio) -> None:
     runtime.commit_audio(effect)
 
 
-def _clear(runtime: SessionRuntime, effect: ClearInputAudio) -> None:
+def _clear(runtime: EffectTarget, effect: ClearInputAudio) -> None:
     if runtime.voice is not None:
         runtime.voice.clear()
 
 
-def _usage(runtime: SessionRuntime, effect: RecordUsage) -> None:
+def _usage(runtime: EffectTarget, effect: RecordUsage) -> None:
     runtime.settle(include_unsent=effect.include_unsent)
 
 
-def _close(runtime: SessionRuntime, effect: Close) -> None:
+def _close(runtime: EffectTarget, effect: Close) -> None:
     transport = runtime.transport
     if transport is not None:
         # Its departure comes back through runtime.detach, like any close.
         transport.close(effect.code, effect.text)
 
 
-def _end(runtime: SessionRuntime, effect: EndSession) -> None:
+def _end(runtime: EffectTarget, effect: EndSession) -> None:
     runtime.end(remove_from_store=effect.remove_from_store)
 
 
-EXECUTORS: dict[type, Callable[[SessionRuntime, Any], None]] = {
+EXECUTORS: dict[type, Callable[[EffectTarget, Any], None]] = {
     Wake: _wake,
     Persist: _persist,
     StartGeneration: _start,

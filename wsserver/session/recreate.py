@@ -4,35 +4,40 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING
 
+from protocol.session import ServerSession
 from protocol.snapshot import conversation_snapshot, stream_snapshot
-from wsserver.store.base import SessionRecord, SessionStoreUnavailable
-
-if TYPE_CHECKING:
-    from wsserver.session.runtime import SessionRuntime
+from wsserver.session.persistence import SessionJournal
+from wsserver.store.base import SessionRecord, SessionStore, SessionStoreUnavailable
 
 log = logging.getLogger(__name__)
 
 
-async def recreate_record(runtime: SessionRuntime) -> None:
+async def recreate_record(
+    store: SessionStore,
+    session: ServerSession,
+    journal: SessionJournal,
+    *,
+    token_hash: str,
+    owner: str,
+    principal: str,
+) -> None:
     """Create the session's record again; its buffered events go back into the journal."""
-    session = runtime.session
     record = SessionRecord(
-        runtime.session_id,
-        runtime.token_hash,
+        session.session_id,
+        token_hash,
         time.time(),
-        epoch=runtime.epoch,
-        owner=runtime.context.worker_id,
+        epoch=journal.epoch,
+        owner=owner,
         conversation=conversation_snapshot(session).to_dict(),
         stream=stream_snapshot(session).to_dict(),
-        principal=runtime.principal,
+        principal=principal,
     )
     try:
-        await runtime.context.store.create(record)
+        await store.create(record)
     except SessionStoreUnavailable:
-        log.warning("could not re-create %s in the store", runtime.session_id)
+        log.warning("could not re-create %s in the store", session.session_id)
     else:
         # Everything still buffered goes back in, so a resume elsewhere can use it.
-        runtime.journal.pending = list(session.replay.after(session.replay.first_seq - 1))
-        runtime.journal.conversation_version = session.conversation.version
+        journal.pending = list(session.replay.after(session.replay.first_seq - 1))
+        journal.conversation_version = session.conversation.version

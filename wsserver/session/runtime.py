@@ -214,6 +214,16 @@ class SessionRuntime:
         return event
 
     @property
+    def last_seq(self) -> int:
+        """Seq of the newest numbered event (heartbeats carry it)."""
+        return self.core.session.last_seq
+
+    @property
+    def has_unsent(self) -> bool:
+        """Whether events wait in the outbox for the writer."""
+        return bool(self.core.session.outbox)
+
+    @property
     def acked_seq(self) -> int:
         """The highest seq the client acknowledged."""
         return self.core.session.replay.acked_seq
@@ -346,7 +356,14 @@ class SessionRuntime:
 
     async def _recreate(self) -> None:
         try:
-            await recreate_record(self)
+            await recreate_record(
+                self.context.store,
+                self.session,
+                self.journal,
+                token_hash=self.token_hash,
+                owner=self.context.worker_id,
+                principal=self.principal,
+            )
         finally:
             self._recreating = False
             self.persist()

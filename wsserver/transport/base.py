@@ -9,10 +9,15 @@ one is :class:`wsserver.transport.memory.MemoryTransport`.
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol
 
 from protocol.codes import CLOSE_CODES, CloseCode, Disposition
-from protocol.session.inputs import Departure
+from protocol.errors import ProtocolViolation
+from protocol.events import Event
+from protocol.messages import SessionResume, SessionStart
+from protocol.session.inputs import Departure, SessionMessage
+from wsserver.frontdoor.gate import FrontDoor
 
 
 class Transport(Protocol):
@@ -28,6 +33,105 @@ class Transport(Protocol):
         The transport tells the runtime how it left (``SessionRuntime.detach``)
         unless the runtime let it go first.
         """
+        ...
+
+
+class SessionEndpoint(Protocol):
+    """The session runtime as a transport sees it (``wsserver.session.runtime.SessionRuntime``)."""
+
+    @property
+    def session_id(self) -> str:
+        """The session's id."""
+        ...
+
+    @property
+    def last_seq(self) -> int:
+        """Seq of the newest numbered event."""
+        ...
+
+    @property
+    def has_unsent(self) -> bool:
+        """Whether events wait in the outbox for the writer."""
+        ...
+
+    @property
+    def acked_seq(self) -> int:
+        """The newest seq the client acknowledged."""
+        ...
+
+    def attach(self, transport: Transport) -> Transport | None:
+        """Bind ``transport``; the one it replaced, if any."""
+        ...
+
+    def detach(self, transport: Transport, departure: Departure, *, reason: str = ...) -> None:
+        """``transport`` went away (``departure`` says how)."""
+        ...
+
+    def handle(self, message: SessionMessage) -> None:
+        """A client message of the session (never awaits anything)."""
+        ...
+
+    def reject(self, violation: ProtocolViolation) -> None:
+        """A refused client message: an in-band error, in seq order."""
+        ...
+
+    def audio_frame(self, frame: bytes) -> None:
+        """A binary audio frame."""
+        ...
+
+    def next_event(self) -> Event | None:
+        """The next event to send, numbered and kept for replay (``None``: nothing now)."""
+        ...
+
+    def settle(self, *, include_unsent: bool = False) -> None:
+        """A ``response.done`` was sent: its usage goes to the ledger."""
+        ...
+
+
+class ConnectionSettings(Protocol):
+    """The worker settings a WebSocket connection reads."""
+
+    @property
+    def max_messages_per_second(self) -> float: ...
+    @property
+    def max_message_burst(self) -> int: ...
+    @property
+    def socket_send_buffer(self) -> int: ...
+    @property
+    def close_timeout(self) -> float: ...
+    @property
+    def slow_consumer_close_timeout(self) -> float: ...
+    @property
+    def handshake_timeout(self) -> float: ...
+    @property
+    def ack_timeout(self) -> float: ...
+    @property
+    def ack_window(self) -> int: ...
+
+
+class ConnectionHost(Protocol):
+    """What a WebSocket connection needs from its worker (``wsserver.worker.server``)."""
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        """The worker's settings."""
+        ...
+
+    @property
+    def front_door(self) -> FrontDoor:
+        """Quotas of the connection's principal."""
+        ...
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        """Run ``coro`` in a task the worker keeps (and cancels at shutdown)."""
+        ...
+
+    async def open_session(self, connection: Any, message: SessionStart) -> None:
+        """``session.start`` on ``connection``."""
+        ...
+
+    async def resume_session(self, connection: Any, message: SessionResume) -> None:
+        """``session.resume`` on ``connection``."""
         ...
 
 

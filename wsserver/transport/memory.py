@@ -9,14 +9,10 @@ it client messages through the runtime, and takes the numbered events with
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from protocol.codes import CLOSE_CODES, CloseCode
 from protocol.events import RESPONSE_DONE, Event
-from wsserver.transport.base import departure_for
-
-if TYPE_CHECKING:
-    from wsserver.session.runtime import SessionRuntime
+from wsserver.transport.base import SessionEndpoint, departure_for
 
 
 class MemoryTransport:
@@ -25,14 +21,14 @@ class MemoryTransport:
     __slots__ = ("_woken", "closed", "runtime", "wakes")
 
     def __init__(self) -> None:
-        self.runtime: SessionRuntime | None = None
+        self.runtime: SessionEndpoint | None = None
         self.wakes = 0
         """How many times the runtime said there was something to send."""
         self.closed: tuple[CloseCode, str] | None = None
         """The code and text it was closed with, once closed."""
         self._woken = asyncio.Event()
 
-    def attach(self, runtime: SessionRuntime) -> None:
+    def attach(self, runtime: SessionEndpoint) -> None:
         """Carry ``runtime``'s session from now on."""
         runtime.attach(self)
         self.runtime = runtime

@@ -39,12 +39,10 @@ from protocol.messages import (
 )
 from protocol.session.inputs import Departure
 from wsserver.frontdoor.token_bucket import TokenBucket
-from wsserver.transport.base import departure_for
+from wsserver.transport.base import ConnectionHost, SessionEndpoint, departure_for
 
 if TYPE_CHECKING:
     from wsserver.frontdoor.quotas import ConnectionQuota
-    from wsserver.session.runtime import SessionRuntime
-    from wsserver.worker.server import WorkerServer
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +65,11 @@ class Connection:
         "ws",
     )
 
-    def __init__(self, ws: ServerConnection, server: WorkerServer) -> None:
+    def __init__(self, ws: ServerConnection, server: ConnectionHost) -> None:
         self.ws = ws
         self.server = server
         self.codec = codec_for(ws.subprotocol)
-        self.runtime: SessionRuntime | None = None
+        self.runtime: SessionEndpoint | None = None
         self.quota: ConnectionQuota = server.front_door.quotas.unlimited()
         """This connection's share of its principal's quotas (set by the server)."""
         # Plain list and a lazily made deque: an idle connection should cost little.
@@ -98,7 +96,7 @@ class Connection:
 
     # -- called by the runtime and the server ----------------------------
 
-    def bind(self, runtime: SessionRuntime) -> None:
+    def bind(self, runtime: SessionEndpoint) -> None:
         """Carry ``runtime``'s session from now on (it attached this connection)."""
         self.runtime = runtime
 

@@ -111,4 +111,4 @@ def _running(worker: DrainingWorker) -> int:
 
 def _unsent(worker: DrainingWorker) -> bool:
     """Whether an attached session still has events its writer has not sent."""
-    return any(bool(c.runtime.session.outbox) for c in worker.connections if c.runtime is not None)
+    return any(c.runtime.has_unsent for c in worker.connections if c.runtime is not None)

@@ -257,7 +257,7 @@ class WorkerServer:
                 if runtime is not None:
                     connection.send_control(
                         connection_message(
-                            HEARTBEAT, server_time_ms=now_ms, last_seq=runtime.session.last_seq
+                            HEARTBEAT, server_time_ms=now_ms, last_seq=runtime.last_seq
                         )
                     )
 

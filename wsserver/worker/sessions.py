@@ -25,6 +25,7 @@ from protocol.snapshot import (
 )
 from protocol.tool_loop import CallState, ToolCallState
 from wsserver.frontdoor.principal import ANONYMOUS_ID
+from wsserver.session.context import EndedRuntime
 from wsserver.session.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import (
     LogSlice,
@@ -274,7 +275,7 @@ class SessionManager:
 
     # -- endings -------------------------------------------------------------
 
-    def session_ended(self, runtime: SessionRuntime, *, remove_from_store: bool) -> None:
+    def session_ended(self, runtime: EndedRuntime, *, remove_from_store: bool) -> None:
         """Forget a runtime; an ended session leaves the store too (its ledger stays)."""
         if self.sessions.get(runtime.session_id) is runtime:
             del self.sessions[runtime.session_id]
