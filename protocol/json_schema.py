@@ -36,7 +36,7 @@ from typing import Any, NoReturn
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.json_value import exceeds_depth, safe_text
-from protocol.schema_references import reference_problem
+from protocol.schema_references import NESTED_DIALECT, nested_dialect, reference_problem
 from protocol.schema_validator import (
     BudgetedValidator,
     StepsExhausted,
@@ -175,6 +175,8 @@ def _compile(schema: Any, what: str, limits: SchemaLimits, nodes: int) -> Compil
     problem = meta_problem(schema)
     if problem is not None:
         _invalid(f"{what} {problem}")
+    if nested_dialect(schema):
+        _invalid(f"{what} {NESTED_DIALECT}")
     registry = crawled_registry(schema)
     problem = reference_problem(schema, registry, limits.in_place)
     if problem is not None:

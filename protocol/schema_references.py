@@ -27,6 +27,9 @@ _IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
 _REFERENCES = ("$ref", "$dynamicRef")
 
 
+NESTED_DIALECT = "has $schema below its root ($schema is allowed only at the root)"
+
+
 def reference_problem(schema: Any, registry: Registry[Any], in_place_limit: int) -> str | None:
     """What is wrong with the references of ``schema`` (a sentence after its name), or ``None``.
 
@@ -50,7 +53,7 @@ def reference_problem(schema: Any, registry: Registry[Any], in_place_limit: int)
                 return problem
             checked.update(id(node) for node in _subschemas(contents))
         if not is_root and "$schema" in contents:
-            return "has $schema below its root ($schema is allowed only at the root)"
+            return NESTED_DIALECT
         seen.add(id(contents))
         edges = in_place.setdefault(id(contents), [])
         for keyword in _REFERENCES:
@@ -95,6 +98,18 @@ def _in_place_children(contents: dict[str, Any]) -> Iterator[dict[str, Any]]:
     dependent = contents.get("dependentSchemas")
     if isinstance(dependent, dict):
         yield from (c for c in dependent.values() if isinstance(c, dict))
+
+
+def nested_dialect(schema: Any) -> bool:
+    """Whether a subschema below the root names a ``$schema``.
+
+    Checked before the schema's resources are crawled: a subschema that names
+    another dialect (draft-04, say) is read by that dialect's rules while
+    crawling, and those break on a boolean subschema inside it.
+    """
+    if not isinstance(schema, dict):
+        return False
+    return any("$schema" in node for node in _subschemas(schema) if node is not schema)
 
 
 def _subschemas(schema: dict[str, Any]) -> Iterator[dict[str, Any]]:

@@ -148,6 +148,17 @@ def test_cycles_that_consume_nothing_are_refused(schema: Any) -> None:
             {"properties": {"a": {"$schema": "https://json-schema.org/draft/2020-12/schema"}}},
             "only at the root",
         ),
+        # Another dialect below the root is refused before its rules read the subschema
+        # (draft-04's break on a boolean inside it: a TypeError, not an in-band error).
+        (
+            {
+                "additionalProperties": {
+                    "allOf": [False],
+                    "$schema": "http://json-schema.org/draft-04/schema#",
+                }
+            },
+            "only at the root",
+        ),
     ],
 )
 def test_broken_references_and_dialects_are_refused(schema: Any, named: str) -> None:
