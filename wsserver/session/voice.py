@@ -12,19 +12,8 @@ import time
 
 from protocol.audio_frame import decode_audio_frame
 from protocol.messages import AudioSettings
-from wsserver.audio.input import AudioInput, AudioInputLimits, InputEvent, vad_settings
-from wsserver.audio.vad import EnergyVad, VoiceDetector
-
-
-def make_detector(kind: str, settings: AudioSettings) -> VoiceDetector | None:
-    """The session's detector: ``None`` in manual mode, else energy or Silero."""
-    if settings.turn_detection.type == "manual":
-        return None
-    if kind == "silero":
-        from wsserver.audio.silero import SileroVad
-
-        return SileroVad(settings.sample_rate, vad_settings(settings))
-    return EnergyVad(settings.sample_rate, vad_settings(settings))
+from wsserver.audio.input import AudioInput, AudioInputLimits, InputEvent
+from wsserver.audio.selector import open_detector
 
 
 class VoiceInput:
@@ -34,7 +23,7 @@ class VoiceInput:
 
     def __init__(self, settings: AudioSettings, kind: str, limits: AudioInputLimits) -> None:
         self.settings = settings
-        self.input = AudioInput(settings, make_detector(kind, settings), limits, time.monotonic())
+        self.input = AudioInput(settings, open_detector(kind, settings), limits, time.monotonic())
 
     def accept(self, frame: bytes) -> list[InputEvent]:
         """A binary audio frame from the client: what it caused (raises for a refused one)."""

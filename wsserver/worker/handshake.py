@@ -20,7 +20,7 @@ from wsserver.frontdoor.principal import Principal
 from wsserver.session.runtime import Departure, SessionRuntime
 from wsserver.store.base import SessionStore, SessionStoreUnavailable
 from wsserver.transport.websocket import Connection
-from wsserver.worker.sessions import SessionManager
+from wsserver.worker.session_manager import SessionManager
 from wsserver.worker.settings import Settings
 
 PROTOCOL_VERSION = "wsserver.v1"

@@ -39,7 +39,7 @@ from wsserver.transport.control_frames import control_frame_limited
 from wsserver.transport.websocket import Connection
 from wsserver.worker import components, drain, handshake
 from wsserver.worker.http_endpoints import HttpEndpoints, no_websocket
-from wsserver.worker.sessions import SessionManager
+from wsserver.worker.session_manager import SessionManager
 from wsserver.worker.settings import Settings
 
 
