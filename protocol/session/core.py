@@ -10,13 +10,13 @@ does no I/O and never reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import SESSION_UPDATED
-from protocol.generation import ToolCallFragment
+from protocol.generation import OutputChunk, ToolCallFragment
 from protocol.json_schema import CompiledSchema, compile_schema
 from protocol.messages import (
     Ack,
@@ -68,6 +68,9 @@ from protocol.session.responses import ResponseState, ResponseStatus
 from protocol.session.state import ServerSession
 from protocol.session.turns import TurnTaking
 
+_WAKE_ALONE: tuple[Effect] = (WAKE,)
+"""The answer to most engine chunks, shared (see :meth:`SessionCore.output`)."""
+
 
 class SessionCore:
     """One session's decisions over its :class:`ServerSession` state."""
@@ -102,7 +105,7 @@ class SessionCore:
             self.turns = TurnTaking(audio, settings.max_turn_ms)
         self.now = 0.0
         self.engine: TokenCounts | None = None
-        self._effects: list[Effect] = []
+        self._effects: list[Effect] | tuple[Effect] | None = None
 
     @property
     def tool_timeout(self) -> float:
@@ -118,21 +121,50 @@ class SessionCore:
         """
         self.now = now
         self.engine = engine
-        effects: list[Effect] = []
-        self._effects = effects
+        self._effects = None
         HANDLERS[type(event)](self, event)
-        return effects
+        return self._taken()
+
+    def output(
+        self, response_id: str, chunk: OutputChunk, now: float, engine: TokenCounts | None
+    ) -> Sequence[Effect]:
+        """``handle(EngineOutput(response_id, chunk), now, engine)`` without the input object.
+
+        The per-token path: the same handler as the table's, but nothing is
+        allocated for a token that only wakes the writer (its answer is a shared
+        ``(WAKE,)``); every object made per token is garbage-collector work.
+        """
+        self.now = now
+        self.engine = engine
+        self._effects = None
+        responding.output(self, response_id, chunk)
+        effects = self._effects
+        return () if effects is None else effects
 
     def generate(self, response: ResponseState) -> list[Effect]:
         """The effects of the response's next engine request, outside any input."""
-        effects: list[Effect] = []
-        self._effects = effects
+        self._effects = None
         responding.start(self, response)
-        return effects
+        return self._taken()
 
     def emit(self, effect: Effect) -> None:
         """Add an effect to the current input's answer."""
-        self._effects.append(effect)
+        effects = self._effects
+        if effects is None:
+            # The common answer (a token: wake the writer) shares one tuple.
+            self._effects = _WAKE_ALONE if effect is WAKE else [effect]
+        elif effects is _WAKE_ALONE:
+            self._effects = [WAKE, effect]
+        else:
+            assert isinstance(effects, list)
+            effects.append(effect)
+
+    def _taken(self) -> list[Effect]:
+        """The current input's effects, as a list of their own."""
+        effects, self._effects = self._effects, None
+        if effects is None:
+            return []
+        return effects if isinstance(effects, list) else list(effects)
 
     def response(self, response_id: str) -> ResponseState | None:
         """The running, unsent or latest response of that id."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from protocol.errors import ProtocolViolation
 from protocol.generation import FinishReason, OutputChunk
@@ -95,9 +95,12 @@ class GenerationRefused:
     overloaded: bool
 
 
-@dataclass(frozen=True, slots=True)
-class EngineOutput:
-    """A chunk of a running generation (text, audio, or a piece of a tool call)."""
+class EngineOutput(NamedTuple):
+    """A chunk of a running generation (text, audio, or a piece of a tool call).
+
+    A named tuple, not a frozen dataclass like the other inputs: one is made per
+    token, and a tuple is built several times faster (equally immutable).
+    """
 
     response_id: str
     chunk: OutputChunk

@@ -13,7 +13,7 @@ from typing import Any
 
 from protocol.codes import CloseCode
 from protocol.events import OUTPUT_JSON_DONE, RESPONSE_DONE, Event
-from protocol.generation import FinishReason, GenerationRequest
+from protocol.generation import FinishReason, GenerationRequest, OutputChunk
 from protocol.session.actions import CoreActions
 from protocol.session.effects import (
     PERSIST,
@@ -86,10 +86,14 @@ def on_refused(core: CoreActions, event: GenerationRefused) -> None:
 
 def on_output(core: CoreActions, event: EngineOutput) -> None:
     """Engine output of a running response."""
+    output(core, event.response_id, event.chunk)
+
+
+def output(core: CoreActions, response_id: str, chunk: OutputChunk) -> None:
+    """A chunk of the response's generation: queued for the client (or a tool call's piece)."""
     session = core.session
-    response = core.response(event.response_id)
-    assert response is not None, f"output for unknown response {event.response_id}"
-    chunk = event.chunk
+    response = core.response(response_id)
+    assert response is not None, f"output for unknown response {response_id}"
     if chunk.tool_call is not None:
         core.tool_fragment(response, chunk.tool_call, chunk.tokens)
     else:

@@ -12,6 +12,8 @@ from protocol.session.lifecycle import Phase, Trigger, advance
 from protocol.text_buffer import TextBuffer
 from protocol.usage import Usage
 
+_ENDED = Phase.ENDED  # read per token: a module global is cheaper than the enum's attribute
+
 
 class ResponseStatus(enum.StrEnum):
     """How a response ended (the ``status`` of ``response.done``)."""
@@ -119,7 +121,7 @@ class ResponseState:
     @property
     def done(self) -> bool:
         """Whether the response has ended (its ``response.done`` is queued or sent)."""
-        return self.phase is Phase.ENDED
+        return self.phase is _ENDED
 
     def advance(self, trigger: Trigger) -> None:
         """Move to the phase the lifecycle table gives (raises for a trigger it refuses)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from protocol.codes import CloseCode, ErrorCode
@@ -29,7 +30,6 @@ from protocol.session.effects import (
 from protocol.session.inputs import (
     Departure,
     EngineFinished,
-    EngineOutput,
     GenerationRefused,
     GenerationStarted,
     Input,
@@ -149,7 +149,7 @@ class SessionRuntime:
         # The generation itself gives the counts: read only if a response ends now.
         self.execute(self.core.handle(event, time.monotonic(), self._generation))
 
-    def execute(self, effects: list[Effect]) -> None:
+    def execute(self, effects: Sequence[Effect]) -> None:
         """Carry out effects of the core, in order."""
         for effect in effects:
             EXECUTORS[type(effect)](self, effect)
@@ -263,7 +263,8 @@ class SessionRuntime:
     def engine_output(self, response_id: str, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
         try:
-            self.feed(EngineOutput(response_id, chunk))
+            # Once per token: the core's allocation-free entry for EngineOutput.
+            self.execute(self.core.output(response_id, chunk, time.monotonic(), self._generation))
         except Exception:
             self._failed(response_id, "output")
 

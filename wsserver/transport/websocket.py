@@ -326,11 +326,12 @@ class Connection:
             void_event(event)
             raise EventNotEncodable(f"event {event.seq} could not be encoded: {exc}") from exc
 
-    def _check_acks(self, event: Event, acked: int) -> None:
+    def _check_acks(self, event: Event, runtime: SessionEndpoint) -> None:
         """Close a client that stopped acking while output streams (``--ack-timeout``)."""
         settings = self.server.settings
         if not settings.ack_timeout:
             return
+        acked = runtime.acked_seq
         now = asyncio.get_running_loop().time()
         mark = self._ack_mark
         if mark is None or mark[0] <= acked:
@@ -363,7 +364,7 @@ class Connection:
                 await send(encode_event(event))
                 if event.type == "response.done":
                     runtime.settle()
-                self._check_acks(event, runtime.acked_seq)
+                self._check_acks(event, runtime)
             if self._wake_pending:
                 continue
             self._waiter = asyncio.get_running_loop().create_future()
