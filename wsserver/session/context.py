@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Protocol
 
+from protocol.session import CoreSettings
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine, FinishReason, OutputChunk
 from wsserver.session.persistence import Persister, SessionJournal
@@ -85,3 +87,16 @@ class ResponseSink:
 
     def on_finish(self, reason: FinishReason) -> None:
         self._runtime.engine_finished(self._response_id, reason)
+
+
+@functools.lru_cache(maxsize=16)
+def core_settings(context: RuntimeContext) -> CoreSettings:
+    """The core's policy, one object per worker (not one per session)."""
+    return CoreSettings(
+        grace_period=context.grace_period,
+        resume_window=context.resume_window,
+        tool_timeout=context.tool_timeout,
+        tool_retries=context.tool_retries,
+        log_shared=context.store.shared,
+        max_turn_ms=context.audio_limits.max_turn_ms,
+    )

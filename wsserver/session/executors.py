@@ -21,6 +21,7 @@ from protocol.session.effects import (
     StartGeneration,
     Wake,
 )
+from protocol.session.inputs import TimerKind
 from wsserver.session.ledger import ToolLedger
 from wsserver.session.timers import SessionTimers
 from wsserver.session.voice import VoiceInput
@@ -48,6 +49,10 @@ class EffectTarget(Protocol):
     @property
     def transport(self) -> Transport | None:
         """The attached transport, if any."""
+        ...
+
+    def cancel_timer(self, kind: TimerKind) -> None:
+        """Stop the timer of ``kind`` if one is armed."""
         ...
 
     def wake(self) -> None:
@@ -100,7 +105,7 @@ def _arm(runtime: EffectTarget, effect: ArmTimer) -> None:
 
 
 def _cancel(runtime: EffectTarget, effect: CancelTimer) -> None:
-    runtime.timers.cancel(effect.kind)
+    runtime.cancel_timer(effect.kind)
 
 
 def _ledger(

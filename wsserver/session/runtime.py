@@ -21,7 +21,7 @@ from protocol.codes import CloseCode, ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import Event
 from protocol.messages import AudioSettings
-from protocol.session import CoreSettings, ServerSession, SessionCore
+from protocol.session import ServerSession, SessionCore
 from protocol.session.effects import (
     CommitInputAudio,
     Effect,
@@ -48,7 +48,7 @@ from protocol.session.inputs import (
 from protocol.session.responses import ResponseState
 from wsserver.engine.base import EngineOverloaded, FinishReason, Generation, OutputChunk
 from wsserver.frontdoor.principal import ANONYMOUS_ID
-from wsserver.session.context import ResponseSink, RuntimeContext, RuntimeHost
+from wsserver.session.context import ResponseSink, RuntimeContext, RuntimeHost, core_settings
 from wsserver.session.executors import EXECUTORS
 from wsserver.session.ledger import ToolLedger
 from wsserver.session.persistence import SessionJournal
@@ -67,16 +67,16 @@ class SessionRuntime:
 
     __slots__ = (
         "_generation",
+        "_ledger",
         "_recreate_task",
         "_recreating",
+        "_timers",
         "context",
         "core",
         "engine",
         "journal",
-        "ledger",
         "lost_after_seq",
         "principal",
-        "timers",
         "token_hash",
         "transport",
         "voice",
@@ -100,27 +100,43 @@ class SessionRuntime:
         # A store only this process reads needs no copy of every event: the replay
         # buffer here is the log. It still gets the conversation, state and usage.
         session.keep_unpersisted = shared
-        settings = CoreSettings(
-            grace_period=context.grace_period,
-            resume_window=context.resume_window,
-            tool_timeout=context.tool_timeout,
-            tool_retries=context.tool_retries,
-            log_shared=shared,
-            max_turn_ms=context.audio_limits.max_turn_ms,
-        )
-        self.core = SessionCore(session, settings)
+        self.core = SessionCore(session, core_settings(context))
         self.transport: Transport | None = None
         self._generation: Generation | None = None
         self._recreating = False
         self._recreate_task: asyncio.Task[None] | None = None
         self.lost_after_seq: int | None = None
         """Set by a takeover whose client had seen unstored events (told once, at ready)."""
-        self.timers = SessionTimers(self._timer_fired)
-        self.ledger = ToolLedger(context.store, session.session_id, self.feed)
+        # Made when first needed: most sessions are idle, and thousands live per worker.
+        self._timers: SessionTimers | None = None
+        self._ledger: ToolLedger | None = None
         self.voice: VoiceInput | None = None
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
             self.voice = VoiceInput(audio, context.vad, context.audio_limits)
+
+    @property
+    def timers(self) -> SessionTimers:
+        """The session's timers (grace, expiry, tool wait)."""
+        timers = self._timers
+        if timers is None:
+            timers = self._timers = SessionTimers(self._timer_fired)
+        return timers
+
+    def cancel_timer(self, kind: TimerKind) -> None:
+        """Stop the timer of ``kind`` if one is armed."""
+        if self._timers is not None:
+            self._timers.cancel(kind)
+
+    @property
+    def ledger(self) -> ToolLedger:
+        """Runs the session's tool-ledger store calls, in order."""
+        ledger = self._ledger
+        if ledger is None:
+            ledger = self._ledger = ToolLedger(
+                self.context.store, self.core.session.session_id, self.feed
+            )
+        return ledger
 
     @property
     def session(self) -> ServerSession:
@@ -331,7 +347,8 @@ class SessionRuntime:
         if self.core.closed:
             return
         self.feed(SessionEnding())
-        self.timers.cancel_all()
+        if self._timers is not None:
+            self._timers.cancel_all()
         self.journal.final = True
         self.persist()
         self.context.host.session_ended(self, remove_from_store=remove_from_store)
@@ -341,7 +358,8 @@ class SessionRuntime:
         if self.core.closed:
             return
         self.feed(SessionMoved())
-        self.timers.cancel_all()
+        if self._timers is not None:
+            self._timers.cancel_all()
         # Let the transport go first: its close is no departure of this session.
         transport, self.transport = self.transport, None
         if transport is not None:
