@@ -10,7 +10,8 @@ import threading
 from typing import Any
 
 from wsserver.cli.demo_tools import DEMO_TOOLS
-from wsserver.client import ClientError, SessionClient, SessionClosed
+from wsserver.cli.session_opening import CommandFailed, opened_client
+from wsserver.client import SessionClient, SessionClosed
 from wsserver.client.auth import API_KEY_ENV, CLIENT_TOKEN_ENV
 
 
@@ -134,25 +135,9 @@ def _print_event(event: dict[str, Any], verbose: bool) -> None:
 async def run_chat(args: argparse.Namespace) -> int:
     """One question (exit 0 after ``response.done``) or an interactive chat."""
     try:
-        client = SessionClient(
-            args.url,
-            encoding=args.encoding,
-            instructions=args.instructions,
-            max_output_tokens=args.max_output_tokens,
-            open_timeout=args.open_timeout,
-            api_key=args.api_key,
-            client_token=args.client_token,
-            tools=DEMO_TOOLS if args.tools else None,
-        )
-    except ValueError as exc:
-        # A key or token the handshake cannot carry (the message never shows it).
-        print(f"wsserver chat: {exc}", file=sys.stderr)
-        return 2
-    try:
-        await client.open()
-    except (OSError, ClientError, TimeoutError) as exc:
-        print(f"wsserver chat: cannot open a session at {args.url}: {exc}", file=sys.stderr)
-        return 1
+        client = await opened_client(args, tools=DEMO_TOOLS if args.tools else None)
+    except CommandFailed as failed:
+        return failed.status
     try:
         if args.prompt is not None:
             return await _one_shot(client, args.prompt, args.verbose)

@@ -17,7 +17,8 @@ import wave
 from pathlib import Path
 from typing import Any
 
-from wsserver.client import ClientError, SessionClient, SessionClosed
+from wsserver.cli.session_opening import CommandFailed, opened_client
+from wsserver.client import SessionClient, SessionClosed
 
 _TRAILING_SILENCE_MS = 1000
 _NO_TURN_TIMEOUT_S = 5.0
@@ -88,26 +89,11 @@ async def run_voice_chat(args: argparse.Namespace) -> int:
         return 2
     detection: dict[str, Any] = {"type": args.turn_detection}
     try:
-        client = SessionClient(
-            args.url,
-            encoding=args.encoding,
-            instructions=args.instructions,
-            max_output_tokens=args.max_output_tokens,
-            open_timeout=args.open_timeout,
-            api_key=args.api_key,
-            client_token=args.client_token,
-            audio={"sample_rate": rate, "turn_detection": detection},
-            simulate_playback=True,
+        client = await opened_client(
+            args, audio={"sample_rate": rate, "turn_detection": detection}, simulate_playback=True
         )
-    except ValueError as exc:
-        # A key or token the handshake cannot carry (the message never shows it).
-        print(f"wsserver chat: {exc}", file=sys.stderr)
-        return 2
-    try:
-        await client.open()
-    except (OSError, ClientError, TimeoutError) as exc:
-        print(f"wsserver chat: cannot open a session at {args.url}: {exc}", file=sys.stderr)
-        return 1
+    except CommandFailed as failed:
+        return failed.status
     try:
         return await _talk(client, args, pcm, rate)
     finally:
