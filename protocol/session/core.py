@@ -65,6 +65,7 @@ from protocol.session.inputs import (
     TurnCommitted,
 )
 from protocol.session.responses import ResponseState, ResponseStatus
+from protocol.session.result_order import MAX_WAITING, ResultBarrier
 from protocol.session.state import ServerSession
 from protocol.session.turns import TurnTaking
 
@@ -78,6 +79,7 @@ class SessionCore:
     __slots__ = (
         "_effects",
         "attached",
+        "barrier",
         "closed",
         "engine",
         "generating",
@@ -104,6 +106,8 @@ class SessionCore:
             audio = AudioSettings.model_validate(session.audio)
             self.turns = TurnTaking(audio, settings.max_turn_ms)
         self.now = 0.0
+        self.barrier: ResultBarrier | None = None
+        """Made at the first ``tool.result``: messages kept in order behind results."""
         self.engine: TokenCounts | None = None
         self._effects: list[Effect] | tuple[Effect] | None = None
 
@@ -122,8 +126,41 @@ class SessionCore:
         self.now = now
         self.engine = engine
         self._effects = None
-        HANDLERS[type(event)](self, event)
+        kind = type(event)
+        barrier = self.barrier
+        if kind is ToolResult and barrier is None:
+            barrier = self.barrier = ResultBarrier()
+        if barrier is None:
+            HANDLERS[kind](self, event)
+        else:
+            self._in_order(barrier, event)
         return self._taken()
+
+    def _in_order(self, barrier: ResultBarrier, event: Input) -> None:
+        """Handle ``event`` unless it must wait behind a result; then what it released."""
+        kind = type(event)
+        if barrier.must_wait(event):
+            if len(barrier.waiting) < MAX_WAITING:
+                barrier.waiting.append(event)
+                return
+            self.refuse(
+                ProtocolViolation(
+                    ErrorCode.STORE_UNAVAILABLE,
+                    "too many messages wait for a tool result to be stored; send it again later",
+                    getattr(event, "id", None),
+                )
+            )
+            self.emit(WAKE)
+            return
+        HANDLERS[kind](self, event)
+        if kind is ToolResult:
+            barrier.in_flight += 1  # its ApplyToolResult is on the way to the ledger
+        elif kind is ToolResultStored:
+            barrier.in_flight -= 1
+        while (ready := barrier.next_ready()) is not None:
+            HANDLERS[type(ready)](self, ready)
+            if type(ready) is ToolResult:
+                barrier.in_flight += 1
 
     def output(
         self, response_id: str, chunk: OutputChunk, now: float, engine: TokenCounts | None

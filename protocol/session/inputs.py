@@ -153,6 +153,8 @@ class ResultOutcome(enum.StrEnum):
     UNKNOWN = "unknown"
     CLOSED = "closed"
     UNAVAILABLE = "unavailable"
+    FAILED = "failed"
+    """The store call raised something unexpected (logged): the result was not applied."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -129,6 +129,8 @@ def _result_stored(core: CoreActions, event: ToolResultStored) -> None:
         raise ProtocolViolation(
             ErrorCode.STORE_UNAVAILABLE, "session store unavailable: resend the result later"
         )
+    if outcome is ResultOutcome.FAILED:
+        raise ProtocolViolation(ErrorCode.INTERNAL_ERROR, "could not handle tool.result")
     if outcome is ResultOutcome.UNKNOWN:
         raise ProtocolViolation(
             ErrorCode.UNKNOWN_TOOL_CALL, f"no tool call {event.call_id} in this session"

@@ -15,13 +15,10 @@ import logging
 import time
 from collections.abc import Callable
 
-from protocol.codes import ErrorCode
-from protocol.errors import ProtocolViolation
 from protocol.session.effects import ApplyToolResult, CloseToolCalls, RecordToolCall
 from protocol.session.inputs import (
     Input,
     InternalFailure,
-    Refused,
     ResultOutcome,
     ToolCallsClosed,
     ToolResultStored,
@@ -80,10 +77,16 @@ class ToolLedger:
         except Exception:
             log.exception("ledger call of %s failed", self._session_id)
             if isinstance(effect, ApplyToolResult):
-                violation = ProtocolViolation(
-                    ErrorCode.INTERNAL_ERROR, "could not handle tool.result", effect.request_id
+                # Always an answer: messages sent after the result wait for it.
+                self._report(
+                    ToolResultStored(
+                        effect.call_id,
+                        ResultOutcome.FAILED,
+                        effect.output,
+                        effect.error,
+                        effect.request_id,
+                    )
                 )
-                self._report(Refused(violation))
             elif isinstance(effect, CloseToolCalls):
                 # The response waits for nothing else: it must still end, once.
                 self._report(InternalFailure(effect.response_id))
