@@ -118,6 +118,21 @@ def benchmark_parser(benchmark: str, description: str | None) -> argparse.Argume
     return argparse.ArgumentParser(prog=f"python -m loadtest.{benchmark}", description=description)
 
 
+def add_window_flags(p: argparse.ArgumentParser, *, quick_help: str, per: str) -> None:
+    """The profile and the measured window: ``--quick``, ``--sessions``, ``--warmup``,
+    ``--duration`` (defaults of ``None`` are filled from the profile)."""
+    p.add_argument("--quick", action="store_true", help=quick_help)
+    p.add_argument("--sessions", type=int, help="concurrent streaming sessions (full: 1000)")
+    p.add_argument("--warmup", type=float, help="seconds of load before measuring (full: 5)")
+    p.add_argument("--duration", type=float, help=f"seconds measured per {per} (full: 20)")
+
+
+def add_rate_flags(p: argparse.ArgumentParser, *, decode_help: str, saturation_help: str) -> None:
+    """An unsaturated decode rate and a second one that saturates the worker."""
+    p.add_argument("--decode-rate", type=float, help=decode_help)
+    p.add_argument("--saturation-rate", type=float, help=saturation_help)
+
+
 def add_load_flags(
     p: argparse.ArgumentParser,
     *,

@@ -7,8 +7,10 @@ from dataclasses import dataclass, field
 
 from loadtest.common.config import (
     StreamLoadConfig,
+    add_rate_flags,
     add_report_flags,
     add_stream_load_flags,
+    add_window_flags,
     benchmark_parser,
     pick_profile,
     report_path,
@@ -94,17 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
         "The worker reached directly vs through wsserver router: delivered "
         "tokens/s, ping round trips under load and idle, router CPU per relayed frame.",
     )
-    p.add_argument("--quick", action="store_true", help="small run (100 sessions, one rate)")
-    p.add_argument("--sessions", type=int, help="concurrent streaming sessions (full: 1000)")
-    p.add_argument("--warmup", type=float, help="seconds of load before measuring (full: 5)")
-    p.add_argument("--duration", type=float, help="seconds measured per phase (full: 20)")
-    p.add_argument(
-        "--decode-rate", type=float, help="tokens/s per answer, unsaturated (full: 3, quick: 50)"
-    )
-    p.add_argument(
-        "--saturation-rate",
-        type=float,
-        help="tokens/s per answer of a second pair that saturates the worker "
+    add_window_flags(p, quick_help="small run (100 sessions, one rate)", per="phase")
+    add_rate_flags(
+        p,
+        decode_help="tokens/s per answer, unsaturated (full: 3, quick: 50)",
+        saturation_help="tokens/s per answer of a second pair that saturates the worker "
         "(full: 50 as loadtest.stream, quick: 0 = skip)",
     )
     p.add_argument(

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 from loadtest.common.config import (
     StreamLoadConfig,
+    add_rate_flags,
     add_report_flags,
     add_stream_load_flags,
+    add_window_flags,
     benchmark_parser,
     pick_profile,
     report_path,
@@ -88,18 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Worker with the Redis store vs the memory store: tokens/s, round trips "
         "per token, and a reconnect storm (takeover on another worker vs resume in place).",
     )
-    p.add_argument("--quick", action="store_true", help="small run (100 sessions each)")
-    p.add_argument("--sessions", type=int, help="concurrent streaming sessions (full: 1000)")
+    add_window_flags(p, quick_help="small run (100 sessions each)", per="worker")
     p.add_argument("--storm-sessions", type=int, help="sessions in the storm (full: 1000)")
-    p.add_argument("--warmup", type=float, help="seconds of load before measuring (full: 5)")
-    p.add_argument("--duration", type=float, help="seconds measured per worker (full: 20)")
-    p.add_argument(
-        "--decode-rate", type=float, help="tokens/s per answer, unsaturated (full: 3, quick: 10)"
-    )
-    p.add_argument(
-        "--saturation-rate",
-        type=float,
-        help="tokens/s per answer for a saturating pair (full: 20, quick: 100; 0: skip)",
+    add_rate_flags(
+        p,
+        decode_help="tokens/s per answer, unsaturated (full: 3, quick: 10)",
+        saturation_help="tokens/s per answer for a saturating pair (full: 20, quick: 100; 0: skip)",
     )
     p.add_argument("--storm-decode-rate", type=float, help="storm tokens/s (default: decode)")
     p.add_argument("--rounds", type=int, help="streaming runs per store and rate (full: 2)")

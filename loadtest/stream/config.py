@@ -9,6 +9,7 @@ from loadtest.common.config import (
     StreamLoadConfig,
     add_report_flags,
     add_stream_load_flags,
+    add_window_flags,
     benchmark_parser,
     pick_profile,
     report_path,
@@ -44,11 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = benchmark_parser(
         "stream", "Worker vs bare websockets server: tokens/s, interrupt latency, RSS/session."
     )
-    p.add_argument("--quick", action="store_true", help="small run (100 streaming, 1000 idle)")
-    p.add_argument("--sessions", type=int, help="concurrent streaming sessions (full: 1000)")
+    add_window_flags(p, quick_help="small run (100 streaming, 1000 idle)", per="server")
     p.add_argument("--idle-sessions", type=int, help="idle sessions for RSS (full: 10000)")
-    p.add_argument("--warmup", type=float, help="seconds of load before measuring (full: 5)")
-    p.add_argument("--duration", type=float, help="seconds measured per server (full: 20)")
     p.add_argument("--decode-rate", type=float, default=50.0, help="tokens/s per response")
     add_stream_load_flags(p)
     p.add_argument(
