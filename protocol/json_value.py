@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Any
 
 MAX_DEPTH = 64
@@ -143,12 +144,24 @@ def _plain_scalar(value: Any) -> bool:
 def _check_object(value: dict[Any, Any], depth: int) -> int:
     if depth > MAX_DEPTH:
         raise NotJsonData(f"nested deeper than {MAX_DEPTH} levels")
-    count = 1
-    for key, item in value.items():
+    for key in value:
         if type(key) is not str:
             raise NotJsonData(f"object key is {_describe(key)}, not a string")
         if not key.isascii() and _SURROGATE.search(key) is not None:
             raise NotJsonData("object key holds a lone surrogate")
+    return _check_members(value.items(), depth)
+
+
+def _check_array(value: list[Any], depth: int) -> int:
+    return _check_members(enumerate(value), depth)
+
+
+def _check_members(members: Iterable[tuple[str | int, Any]], depth: int) -> int:
+    """The members of a container (key or index, value); the values they hold, plus one."""
+    if depth > MAX_DEPTH:
+        raise NotJsonData(f"nested deeper than {MAX_DEPTH} levels")
+    count = 1
+    for where, item in members:
         # Scalars are checked inline: a call per value would dominate the walk.
         kind = type(item)
         if kind is str and (item.isascii() or _SURROGATE.search(item) is None):
@@ -165,36 +178,7 @@ def _check_object(value: dict[Any, Any], depth: int) -> int:
         try:
             count += _check(item, depth + 1)
         except NotJsonData as exc:
-            exc.path.append(key)
-            raise
-        if count > MAX_VALUES:
-            raise NotJsonData(f"more than {MAX_VALUES} values")
-    if count > MAX_VALUES:
-        raise NotJsonData(f"more than {MAX_VALUES} values")
-    return count
-
-
-def _check_array(value: list[Any], depth: int) -> int:
-    if depth > MAX_DEPTH:
-        raise NotJsonData(f"nested deeper than {MAX_DEPTH} levels")
-    count = 1
-    for index, item in enumerate(value):
-        kind = type(item)
-        if kind is str and (item.isascii() or _SURROGATE.search(item) is None):
-            count += 1
-            continue
-        if (
-            (kind is int and INT_MIN <= item <= INT_MAX)
-            or (kind is float and math.isfinite(item))
-            or kind is bool
-            or item is None
-        ):
-            count += 1
-            continue
-        try:
-            count += _check(item, depth + 1)
-        except NotJsonData as exc:
-            exc.path.append(index)
+            exc.path.append(where)
             raise
         if count > MAX_VALUES:
             raise NotJsonData(f"more than {MAX_VALUES} values")
