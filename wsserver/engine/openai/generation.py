@@ -22,7 +22,7 @@ from protocol.generation import FinishReason, GenerationRequest, OutputChunk, To
 from wsserver.engine.base import GenerationSink
 from wsserver.engine.openai.chunks import DONE, ChunkDelta, parse_chunk
 from wsserver.engine.openai.config import OpenAIEngineConfig
-from wsserver.engine.openai.errors import UpstreamFailure, UpstreamTimeout
+from wsserver.engine.openai.errors import UpstreamFailure, UpstreamProtocolError, UpstreamTimeout
 from wsserver.engine.openai.http_errors import not_a_stream, status_failure, transport_failure
 from wsserver.engine.openai.messages import request_body
 from wsserver.engine.openai.sse import SSEParser
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 _LENGTH_SLACK = 4
 """Deltas past the output cap before an upstream that ignores ``max_tokens`` is cut."""
+_CHARS_PER_TOKEN = 128
+"""Text allowed per token of the cap (a token is a few characters; servers under load
+merge several tokens into one delta): past it an upstream is sending something else."""
 
 
 class GenerationHost(Protocol):
@@ -90,6 +93,7 @@ class OpenAIGeneration:
         self._sink = sink
         self._input_tokens = estimate_tokens(request)
         self._counted = 0
+        self._chars = 0
         """Deltas pushed (one token each, until the upstream's usage says otherwise)."""
         self._usage_tokens: int | None = None
         self._finish: FinishReason | None = None
@@ -161,6 +165,10 @@ class OpenAIGeneration:
             self._end(failure.finish_reason)
         except _SinkFailed:
             pass
+        except Exception:
+            # A bug here must still end the request for its owner (a response gets its done).
+            log.exception("upstream request %s broke", self.request.request_id)
+            self._end(FinishReason.ERROR)
         except asyncio.CancelledError:
             if self._finish is None:
                 # Cancelled by the engine closing, not by abort(): still say it ended.
@@ -227,6 +235,9 @@ class OpenAIGeneration:
         if delta.completion_tokens is not None:
             self._usage_tokens = delta.completion_tokens
         if delta.content:
+            self._chars += len(delta.content)
+            if self._chars > (self.request.max_output_tokens + _LENGTH_SLACK) * _CHARS_PER_TOKEN:
+                raise UpstreamProtocolError("upstream sent more text than its token cap allows")
             self._push(OutputChunk(delta.content, 1))
         if delta.tool_calls is not None:
             fragments = self._tools.feed(delta.tool_calls)

@@ -16,7 +16,7 @@ from tests.processes import eventually
 from tests.redis_server import free_port
 from tests.wsserver.engine.openai.running import ask, openai_engine, run
 from tests.wsserver.engine.openai.standin import Reply, StandIn, events_of, recorded
-from wsserver.engine.base import QueueSink
+from wsserver.engine.base import OutputChunk, QueueSink
 
 TEXT = events_of(recorded("llamacpp_text.sse"))
 """The recorded answer "The capital of France is Paris." (7 deltas, 8 tokens)."""
@@ -115,6 +115,7 @@ HOSTILE = {
     "an error event": [*TEXT[:FIRST_TOKEN], b'data: {"error": {"message": "oom"}}\n\n'],
     "no finish before the end": TEXT[:FIRST_TOKEN],
     "choices of the wrong type": [*TEXT[:FIRST_TOKEN], b'data: {"choices": [7]}\n\n'],
+    "far more text than the cap allows": [TEXT[0], *[_delta("y" * 60000)] * 40],
     "huge tool arguments": [
         b'data: {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c",'
         b' "function": {"name": "f", "arguments": "{"}}]}}]}\n\n',
@@ -178,3 +179,43 @@ async def test_abort_closes_the_connection_and_reports_nothing() -> None:
             assert engine.stats()["active"] == 0
     finally:
         await server.stop()
+
+
+async def test_a_request_to_an_engine_not_started_still_finishes() -> None:
+    from wsserver.engine.openai import OpenAICompatibleEngine, OpenAIEngineConfig
+
+    engine = OpenAICompatibleEngine(OpenAIEngineConfig())
+    sink = QueueSink()
+    generation = engine.submit(ask(), sink)
+    assert [c async for c in sink.chunks(timeout=10)] == []
+    assert sink.finish_reason is FinishReason.ERROR
+    assert generation.finish_reason is FinishReason.ERROR
+    assert engine.stats()["active"] == 0
+
+
+async def test_an_abort_inside_the_sink_stops_the_events_of_the_same_read() -> None:
+    # The whole answer in one write: the engine parses every event of it at once.
+    server = await StandIn([Reply([b"".join(TEXT)])]).start()
+    try:
+        async with openai_engine(server.base_url) as engine:
+            seen: list[str] = []
+            generations = []
+
+            class Aborting(QueueSink):
+                def on_output(self, chunk: OutputChunk) -> None:
+                    seen.append(chunk.text)
+                    if len(seen) == 3:
+                        generations[0].abort()
+
+            sink = Aborting()
+            generations.append(engine.submit(ask(), sink))
+            await eventually(lambda: engine.stats()["aborted"] == 1, timeout=10)
+            # The barrier: the reading task has ended (it had the rest of the answer).
+            task = generations[0].task
+            assert task is not None
+            await asyncio.wait([task], timeout=10)
+            assert task.done()
+    finally:
+        await server.stop()
+    assert seen == ["The", " capital", " of"]
+    assert sink.finish_reason is None

@@ -87,11 +87,28 @@ def test_arguments_before_the_name_wait_for_it() -> None:
     out = _fragments(
         ToolCallAssembler("call_x"),
         [{"index": 0, "function": {"arguments": '{"a"'}}],
-        [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": ": 1}"}}],
+        [{"index": 0, "function": {"arguments": ": 1"}}],
+        [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": "}"}}],
     )
     assert out == [
         ToolCallFragment("c1", "f", '{"a": 1}'),
         ToolCallFragment("c1", "f", complete=True),
+    ]
+
+
+def test_an_unindexed_entry_without_id_or_name_continues_the_latest_call() -> None:
+    out = _fragments(
+        ToolCallAssembler("call_x"),
+        [{"id": "a", "function": {"name": "f", "arguments": '{"x": '}}],
+        [{"function": {"arguments": "1}"}}],
+        [{"id": "b", "function": {"name": "g", "arguments": "{}"}}],
+    )
+    assert out == [
+        ToolCallFragment("a", "f", '{"x": '),
+        ToolCallFragment("a", "f", "1}"),
+        ToolCallFragment("a", "f", complete=True),
+        ToolCallFragment("b", "g", "{}"),
+        ToolCallFragment("b", "g", complete=True),
     ]
 
 
