@@ -64,6 +64,7 @@ def upstream_of(settings: Settings) -> OpenAIEngineConfig:
         max_concurrency=settings.upstream_max_concurrency,
         max_queue=settings.upstream_queue,
         temperature=settings.upstream_temperature,
+        continue_final_message=settings.upstream_continue_final_message,
     )
 
 

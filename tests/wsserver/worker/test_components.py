@@ -47,6 +47,7 @@ def test_upstream_flags_reach_the_openai_engine(monkeypatch: pytest.MonkeyPatch)
         upstream_max_concurrency=5,
         upstream_queue=6,
         upstream_temperature=0.2,
+        upstream_continue_final_message=True,
     )
     engine = components.engine_of(settings)
     assert isinstance(engine, OpenAICompatibleEngine)
@@ -59,6 +60,7 @@ def test_upstream_flags_reach_the_openai_engine(monkeypatch: pytest.MonkeyPatch)
     assert (config.connect_timeout, config.first_token_timeout, config.chunk_timeout) == (1.5, 7, 3)
     assert (config.retries, config.max_concurrency, config.max_queue) == (4, 5, 6)
     assert config.temperature == 0.2
+    assert config.continue_final_message is True
     # The key is read from the environment, never kept in (printable) settings or reprs.
     assert "sk-test-123" not in repr(settings) + repr(config)
 

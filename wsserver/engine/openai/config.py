@@ -36,6 +36,10 @@ class OpenAIEngineConfig:
     """Sampling temperature; ``None`` leaves the upstream's default."""
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     """The field that carries the output cap (newer OpenAI models want the second)."""
+    continue_final_message: bool = False
+    """With a prefix, also send vLLM's ``continue_final_message`` (and no generation
+    prompt): vLLM otherwise answers after the final assistant message instead of
+    continuing it. llama.cpp continues it without being asked."""
     extra_body: dict[str, Any] = field(default_factory=dict)
     """Fields merged into every request body (``top_p``, ``seed``, a server's own options)."""
     max_line_bytes: int = 1 << 20

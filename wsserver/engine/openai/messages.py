@@ -69,6 +69,9 @@ def request_body(request: GenerationRequest, config: OpenAIEngineConfig) -> dict
             config.max_tokens_field: request.max_output_tokens,
         }
     )
+    if request.prefix and config.continue_final_message:
+        body["continue_final_message"] = True
+        body["add_generation_prompt"] = False
     if config.temperature is not None:
         body["temperature"] = config.temperature
     if request.tools:

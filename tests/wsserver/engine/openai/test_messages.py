@@ -46,6 +46,17 @@ def test_a_prefix_is_a_final_assistant_message_to_continue() -> None:
     assert messages[-1] == {"role": "assistant", "content": "one two"}
 
 
+def test_vllm_is_asked_to_continue_a_prefix_when_configured() -> None:
+    request = GenerationRequest("r", [Turn("user", "count")], 5, prefix="one")
+    body = request_body(request, OpenAIEngineConfig(continue_final_message=True))
+    assert (body["continue_final_message"], body["add_generation_prompt"]) == (True, False)
+    assert "continue_final_message" not in request_body(request, OpenAIEngineConfig())
+    plain = GenerationRequest("r", [Turn("user", "count")], 5)
+    assert "continue_final_message" not in request_body(
+        plain, OpenAIEngineConfig(continue_final_message=True)
+    )
+
+
 def test_the_body_streams_with_usage_tools_format_and_cap() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}}
     request = GenerationRequest(
