@@ -17,13 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import os
 import signal
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,10 @@ class LlamaServerConfig:
     """0 takes a free port."""
     health_timeout: float = 120.0
     """Seconds to wait for ``/health`` to answer ok after loading."""
+    api_key: str | None = field(default=None, repr=False)
+    """A key the server demands (``Authorization: Bearer``); ``/health`` stays open."""
+    verbosity: int = 1
+    """llama.cpp's log level: 1 warnings and errors, 3 every request (``cancel task``)."""
 
 
 def default_model_path() -> str | None:
@@ -137,6 +142,13 @@ class LlamaServer:
         params.hostnames = [config.host]
         params.port = config.port
         params.endpoint_slots = True
+        params.verbosity = config.verbosity
+        # No web page may call it from a browser (it listens on loopback without a key
+        # otherwise): no CORS origin is allowed.
+        params.cors_origins = ""
+        params.cors_origins_explicit = True
+        if config.api_key:
+            params.api_keys = [config.api_key]
         params.use_jinja = True
         # A final assistant message is continued, not answered (response.continue).
         params.prefill_assistant = True
@@ -185,6 +197,12 @@ def _arguments(argv: list[str] | None) -> LlamaServerConfig:
     parser.add_argument("--context", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--parallel", type=int, default=2, help="requests decoded together")
     parser.add_argument("--chat-template", help="a Jinja chat template file")
+    parser.add_argument(
+        "--verbosity", type=int, default=3, help="llama.cpp log level (3: every request)"
+    )
+    parser.add_argument(
+        "--api-key-env", help="environment variable holding a key the server demands"
+    )
     args = parser.parse_args(argv)
     return LlamaServerConfig(
         model_path=args.model_path,
@@ -194,6 +212,8 @@ def _arguments(argv: list[str] | None) -> LlamaServerConfig:
         chat_template_path=args.chat_template,
         host=args.host,
         port=args.port,
+        api_key=os.environ.get(args.api_key_env) if args.api_key_env else None,
+        verbosity=args.verbosity,
     )
 
 

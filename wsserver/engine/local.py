@@ -9,6 +9,7 @@ chunk. Starting loads the model (seconds); closing frees it.
 from __future__ import annotations
 
 import dataclasses
+import secrets
 
 from protocol.generation import GenerationRequest
 from wsserver.engine.base import GenerationSink
@@ -22,7 +23,10 @@ class LocalEngine:
     """An embedded llama.cpp server and the OpenAI engine in front of it."""
 
     def __init__(self, server: LlamaServerConfig, upstream: OpenAIEngineConfig) -> None:
-        self.server = LlamaServer(server)
+        # A key of its own, so only this engine may use the server (any local process
+        # could reach the loopback port otherwise).
+        self._key = server.api_key or secrets.token_urlsafe(24)
+        self.server = LlamaServer(dataclasses.replace(server, api_key=self._key))
         self._upstream_config = upstream
         self._engine: OpenAICompatibleEngine | None = None
 
@@ -43,7 +47,7 @@ class LocalEngine:
             # The server queues past its slots itself; streaming more at once than it
             # decodes only moves the wait inside it.
             max_concurrency=self.server.config.parallel,
-            api_key=None,
+            api_key=self._key,
         )
         engine = OpenAICompatibleEngine(config)
         await engine.start()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from wsserver.engine.base import EngineError
@@ -46,4 +48,6 @@ def test_openai_and_local_are_built_with_their_options() -> None:
     assert openai.config == upstream
     built = open_engine("local", options)
     assert isinstance(built, LocalEngine)
-    assert built.server.config == local
+    # With a key of its own, so only this engine may use the embedded server.
+    assert built.server.config == dataclasses.replace(local, api_key=built.server.config.api_key)
+    assert built.server.config.api_key
