@@ -18,19 +18,28 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.processes import cli_env
+from tests.processes import ROOT, cli_env
 from tests.redis_server import free_port
+
+TOOLS_TEMPLATE = ROOT / "tests" / "fixtures" / "chat_templates" / "chatml_tools.jinja"
+"""A tools-capable ChatML template (see the README beside it)."""
 
 
 class LlamaServerProcess:
     """One llama.cpp server process; its stderr (the server's log) goes to a file."""
 
     def __init__(
-        self, port: int | None = None, *, parallel: int = 2, extra: tuple[str, ...] = ()
+        self,
+        port: int | None = None,
+        *,
+        parallel: int = 2,
+        chat_template: Path | None = TOOLS_TEMPLATE,
+        extra: tuple[str, ...] = (),
     ) -> None:
         self.port = port or free_port()
         self.parallel = parallel
-        self.extra = extra
+        template = ("--chat-template", str(chat_template)) if chat_template else ()
+        self.extra = (*template, *extra)
         self.process: subprocess.Popen[str] | None = None
         # Kept open for the process's life (closed by stop()).
         self._log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log")  # noqa: SIM115

@@ -32,7 +32,7 @@ def _prompt_tokens(server: LlamaServerProcess, messages: list[dict[str, Any]]) -
 
 
 async def test_streamed_text_and_usage_add_up(llama_server: LlamaServerProcess) -> None:
-    request = ask("What is the capital of France?", max_tokens=8)
+    request = ask("Write a long story about a dragon.", max_tokens=8)
     async with openai_engine(llama_server.base_url) as engine:
         outcome = await run(engine, request)
         stats = engine.stats()
