@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 
+from tests.processes import cli_env
 from wsserver.engine.base import EngineError
 from wsserver.engine.selector import ENGINE_NAMES, EngineOptions, UnknownEngine, open_engine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
@@ -38,7 +41,8 @@ def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
 def test_openai_and_local_are_built_with_their_options() -> None:
     from wsserver.engine.llama_server import LlamaServerConfig
     from wsserver.engine.local import LocalEngine
-    from wsserver.engine.openai import OpenAICompatibleEngine, OpenAIEngineConfig
+    from wsserver.engine.openai.config import OpenAIEngineConfig
+    from wsserver.engine.openai.engine import OpenAICompatibleEngine
 
     upstream = OpenAIEngineConfig(base_url="http://127.0.0.1:9/v1", model="m", retries=5)
     local = LlamaServerConfig(threads=3, context=1024)
@@ -51,3 +55,24 @@ def test_openai_and_local_are_built_with_their_options() -> None:
     # With a key of its own, so only this engine may use the embedded server.
     assert built.server.config == dataclasses.replace(local, api_key=built.server.config.api_key)
     assert built.server.config.api_key
+
+
+def test_without_the_http_client_the_worker_loads_and_openai_says_what_to_install() -> None:
+    # A plain install (no 'upstream' extra): httpx can't be imported.
+    program = (
+        "import sys; sys.modules['httpx'] = None\n"
+        "from wsserver.worker.server import WorkerServer\n"
+        "from wsserver.engine.selector import EngineUnavailable, open_engine\n"
+        "open_engine('simulated')\n"
+        "try:\n"
+        "    open_engine('openai')\n"
+        "except EngineUnavailable as exc:\n"
+        "    print(exc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=cli_env(), timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == (
+        "the openai engine needs httpx: pip install 'wsserver[upstream]'"
+    )

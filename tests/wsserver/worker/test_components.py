@@ -32,7 +32,7 @@ def test_engine_flags_reach_the_engine() -> None:
 
 
 def test_upstream_flags_reach_the_openai_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    from wsserver.engine.openai import OpenAICompatibleEngine
+    from wsserver.engine.openai.engine import OpenAICompatibleEngine
 
     monkeypatch.setenv("MY_UPSTREAM_KEY", "sk-test-123")
     settings = Settings(

@@ -182,7 +182,8 @@ async def test_abort_closes_the_connection_and_reports_nothing() -> None:
 
 
 async def test_a_request_to_an_engine_not_started_still_finishes() -> None:
-    from wsserver.engine.openai import OpenAICompatibleEngine, OpenAIEngineConfig
+    from wsserver.engine.openai.config import OpenAIEngineConfig
+    from wsserver.engine.openai.engine import OpenAICompatibleEngine
 
     engine = OpenAICompatibleEngine(OpenAIEngineConfig())
     sink = QueueSink()
