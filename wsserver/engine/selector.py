@@ -73,5 +73,11 @@ def open_engine(name: str, options: EngineOptions | None = None) -> Engine:
             ) from exc
         if name == "openai":
             return OpenAICompatibleEngine(options.upstream)
+        from wsserver.engine.llama_server import LlamaServerError, check_available
+
+        try:
+            check_available(options.local)
+        except LlamaServerError as exc:
+            raise EngineUnavailable(str(exc)) from exc
         return LocalEngine(options.local, options.upstream)
     raise UnknownEngine(f"unknown engine {name!r}: use one of {', '.join(ENGINE_NAMES)}")

@@ -6,6 +6,7 @@ import asyncio
 import subprocess
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 from protocol.conversation import Turn
 from protocol.generation import FinishReason, GenerationRequest
@@ -87,3 +88,17 @@ def test_serve_on_the_embedded_model_answers_chat() -> None:
     assert summary.startswith("[completed; tokens in ")
     assert stats["engine"]["requests"] == 1
     assert "engine: local" in "".join(worker.lines)
+
+
+def test_serve_without_the_model_says_so_and_exits_2(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.gguf"
+    result = subprocess.run(
+        [*WSSERVER, "serve", "--port", "0", "--engine", "local", "--model-path", str(missing)],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert f"wsserver serve: --engine: model file not found: {missing}" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -65,12 +65,14 @@ def test_upstream_flags_reach_the_openai_engine(monkeypatch: pytest.MonkeyPatch)
     assert "sk-test-123" not in repr(settings) + repr(config)
 
 
-def test_local_flags_reach_the_embedded_server() -> None:
+def test_local_flags_reach_the_embedded_server(tmp_path: Path) -> None:
     from wsserver.engine.local import LocalEngine
 
+    model = tmp_path / "x.gguf"
+    model.write_bytes(b"GGUF")
     settings = Settings(
         engine="local",
-        model_path="/models/x.gguf",
+        model_path=str(model),
         local_threads=2,
         local_context=1024,
         local_parallel=3,
@@ -80,12 +82,18 @@ def test_local_flags_reach_the_embedded_server() -> None:
     assert isinstance(engine, LocalEngine)
     server = engine.server.config
     assert (server.model_path, server.threads, server.context, server.parallel) == (
-        "/models/x.gguf",
+        str(model),
         2,
         1024,
         3,
     )
     assert server.chat_template_path == "/models/t.jinja"
+
+
+def test_a_local_engine_without_its_model_is_a_config_error(tmp_path: Path) -> None:
+    settings = Settings(engine="local", model_path=str(tmp_path / "missing.gguf"))
+    with pytest.raises(WorkerConfigError, match="--engine: model file not found"):
+        components.engine_of(settings)
 
 
 def test_audio_and_quota_flags_reach_their_limits() -> None:
