@@ -16,6 +16,9 @@ class ChunkDelta:
     """The first choice's delta of one chunk, and the usage it carried."""
 
     content: str = ""
+    thinking: bool = False
+    """It carried reasoning text (``reasoning_content``, ``reasoning``): the model is
+    working, though nothing of it is an answer."""
     tool_calls: Any = None
     finish_reason: str | None = None
     prompt_tokens: int | None = None
@@ -53,8 +56,10 @@ def parse_chunk(data: str) -> ChunkDelta:
     if content is not None and not isinstance(content, str):
         raise UpstreamProtocolError("upstream sent content that is not text")
     finish = choice.get("finish_reason")
+    reasoning = delta.get("reasoning_content") or delta.get("reasoning")
     return ChunkDelta(
         content=content or "",
+        thinking=isinstance(reasoning, str) and bool(reasoning),
         tool_calls=delta.get("tool_calls") or None,
         finish_reason=finish if isinstance(finish, str) else None,
         prompt_tokens=prompt_tokens,

@@ -98,6 +98,8 @@ class OpenAIGeneration:
         self._usage_tokens: int | None = None
         self._finish: FinishReason | None = None
         self._started = False
+        self._thinking = False
+        """Reasoning arrived: the first-token deadline gives way to the chunk timeout."""
         """Output reached the sink: from here on, no retry."""
         self._upstream_finish: str | None = None
         digest = hashlib.sha256(request.request_id.encode()).hexdigest()[:16]
@@ -196,7 +198,7 @@ class OpenAIGeneration:
                         async for raw in response.aiter_raw():
                             for data in parser.feed(raw):
                                 self._event(data)
-                            if self._started:
+                            if self._started or self._thinking:
                                 deadline.reschedule(loop.time() + config.chunk_timeout)
                         for data in parser.close():
                             self._event(data)
@@ -234,6 +236,8 @@ class OpenAIGeneration:
             self._input_tokens = delta.prompt_tokens
         if delta.completion_tokens is not None:
             self._usage_tokens = delta.completion_tokens
+        if delta.thinking:
+            self._thinking = True
         if delta.content:
             self._chars += len(delta.content)
             if self._chars > (self.request.max_output_tokens + _LENGTH_SLACK) * _CHARS_PER_TOKEN:
@@ -286,5 +290,8 @@ class OpenAIGeneration:
         if self._finish is not None:
             return
         self._finish = reason
+        if self._usage_tokens is not None and self._usage_tokens > self._counted:
+            # The engine's counter follows the upstream's own count where it gave one.
+            self._engine.counted(self._usage_tokens - self._counted)
         with contextlib.suppress(Exception):
             self._sink.on_finish(reason)

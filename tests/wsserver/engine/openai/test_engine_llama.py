@@ -45,6 +45,12 @@ async def test_streamed_text_and_usage_add_up(llama_server: LlamaServerProcess) 
     expected = await asyncio.to_thread(_prompt_tokens, llama_server, chat_messages(request.prompt))
     assert generation.input_tokens == expected
     assert stats["tokens_generated"] == 8 and stats["requests"] == 1
+    # A stop also counts its end-of-text token: the engine's counter follows the usage.
+    async with openai_engine(llama_server.base_url) as engine:
+        stopped = await run(engine, ask("What is the capital of France?", 16))
+        assert stopped.finish is FinishReason.STOP
+        assert stopped.generation.generated_tokens == len(stopped.chunks) + 1
+        assert engine.stats()["tokens_generated"] == stopped.generation.generated_tokens
 
 
 async def test_a_prefix_is_continued_not_answered_again(llama_server: LlamaServerProcess) -> None:

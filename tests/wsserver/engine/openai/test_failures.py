@@ -220,3 +220,22 @@ async def test_an_abort_inside_the_sink_stops_the_events_of_the_same_read() -> N
         await server.stop()
     assert seen == ["The", " capital", " of"]
     assert sink.finish_reason is None
+
+
+def _thinking(text: str) -> bytes:
+    chunk = {"choices": [{"index": 0, "delta": {"reasoning_content": text}}]}
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+async def test_a_model_that_reasons_longer_than_the_first_token_timeout_is_not_cut() -> None:
+    # Reasoning for 0.8 s, a piece every 0.1 s, against a first-token timeout of 0.3 s:
+    # the model is visibly at work, so only the chunk timeout applies.
+    thinking: list[bytes | float] = []
+    for _ in range(8):
+        thinking += [_thinking("hmm"), 0.1]
+    outcome, server = await _against(
+        [Reply([TEXT[0], *thinking, *TEXT[1:]])], first_token_timeout=0.3, chunk_timeout=5
+    )
+    assert outcome.finish is FinishReason.STOP  # type: ignore[attr-defined]
+    assert outcome.text == "The capital of France is Paris."  # type: ignore[attr-defined]
+    assert len(server.requests) == 1
