@@ -224,6 +224,7 @@ class OpenAIGeneration:
             )
             self._upstream_finish = None
             self._usage_tokens = None
+            self._thinking = False
 
     def _event(self, data: str) -> None:
         if data == DONE:
