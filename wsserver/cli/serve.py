@@ -71,6 +71,8 @@ def run_serve(args: argparse.Namespace) -> int:
     install_redaction()
     # Per-connection open/close lines drown everything else at any real load.
     logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
+    # The openai engine's client logs a line per upstream request (one per response).
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.root.level))
     return run_command(_serve(settings, demo=args.demo))
 
 
