@@ -25,6 +25,10 @@ class FinishReason(enum.StrEnum):
     """The answer waits for the results of the tool calls it made."""
     ABORTED = "aborted"
     ERROR = "error"
+    UPSTREAM_ERROR = "upstream_error"
+    """An upstream model server failed or sent something unusable (after retries)."""
+    UPSTREAM_TIMEOUT = "upstream_timeout"
+    """An upstream model server stopped answering: no first token, or no next chunk, in time."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.llama_server import LlamaServerProcess
 from tests.redis_server import RedisServer
 
 
@@ -21,3 +22,16 @@ def redis_url(redis_server: RedisServer) -> str:
     """A clean database on the shared redis-server."""
     redis_server.flush()
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[LlamaServerProcess]:
+    """One real llama.cpp server (SmolLM2, one thread, two slots) for the test session.
+
+    ``llama_server.base_url`` is the API root for the openai engine; ``slots()``,
+    ``busy()``, ``wait_idle()`` and ``log()`` look inside it. Share it; don't kill it
+    (start a :class:`LlamaServerProcess` of your own for that).
+    """
+    server = LlamaServerProcess(parallel=2).start()
+    yield server
+    server.stop()

@@ -39,6 +39,8 @@ FINISH_STATUS: dict[FinishReason, tuple[ResponseStatus, str | None]] = {
     FinishReason.ERROR: (ResponseStatus.FAILED, "engine_error"),
     FinishReason.ABORTED: (ResponseStatus.CANCELLED, "engine_aborted"),
     FinishReason.TOOL_CALLS: (ResponseStatus.COMPLETED, None),
+    FinishReason.UPSTREAM_ERROR: (ResponseStatus.FAILED, "upstream_error"),
+    FinishReason.UPSTREAM_TIMEOUT: (ResponseStatus.FAILED, "upstream_timeout"),
 }
 """How a generation that stopped by itself ends its response (status, reason)."""
 

@@ -8,16 +8,22 @@ conformance suite, ``tests/wsserver/engine/test_conformance.py``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from wsserver.engine.base import Engine, EngineError
+from wsserver.engine.llama_server import LlamaServerConfig
+from wsserver.engine.openai.config import OpenAIEngineConfig
 
 
 class UnknownEngine(EngineError, ValueError):
     """A name that is not one of :data:`ENGINE_NAMES`."""
 
 
-ENGINE_NAMES = ("simulated",)
+class EngineUnavailable(EngineError):
+    """An engine whose optional dependencies are not installed."""
+
+
+ENGINE_NAMES = ("simulated", "openai", "local")
 """Engines a worker can be configured with."""
 
 
@@ -35,6 +41,10 @@ class EngineOptions:
     """Prefill time per prompt token, in milliseconds."""
     answer_tokens: int = 0
     """Natural answer length; 0 derives 40-120 tokens from the prompt."""
+    upstream: OpenAIEngineConfig = field(default_factory=OpenAIEngineConfig)
+    """The ``openai`` engine's upstream (and the ``local`` engine's timeouts, retries)."""
+    local: LlamaServerConfig = field(default_factory=LlamaServerConfig)
+    """The ``local`` engine's embedded llama.cpp server."""
 
 
 def open_engine(name: str, options: EngineOptions | None = None) -> Engine:
@@ -52,4 +62,16 @@ def open_engine(name: str, options: EngineOptions | None = None) -> Engine:
                 answer_tokens=options.answer_tokens,
             )
         )
+    if name in ("openai", "local"):
+        try:
+            from wsserver.engine.local import LocalEngine
+            from wsserver.engine.openai.engine import OpenAICompatibleEngine
+        except ImportError as exc:
+            extra = "upstream" if name == "openai" else "local"
+            raise EngineUnavailable(
+                f"the {name} engine needs {exc.name}: pip install 'wsserver[{extra}]'"
+            ) from exc
+        if name == "openai":
+            return OpenAICompatibleEngine(options.upstream)
+        return LocalEngine(options.local, options.upstream)
     raise UnknownEngine(f"unknown engine {name!r}: use one of {', '.join(ENGINE_NAMES)}")

@@ -7,11 +7,14 @@ chosen and built here, through each package's selector, when the worker starts.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine
-from wsserver.engine.selector import EngineOptions, UnknownEngine, open_engine
+from wsserver.engine.llama_server import LlamaServerConfig
+from wsserver.engine.openai.config import OpenAIEngineConfig
+from wsserver.engine.selector import EngineOptions, EngineUnavailable, UnknownEngine, open_engine
 from wsserver.frontdoor.addresses import parse_networks
 from wsserver.frontdoor.gate import FrontDoor
 from wsserver.frontdoor.origin import OriginPolicy
@@ -32,11 +35,36 @@ def engine_of(settings: Settings) -> Engine:
         max_queue=settings.engine_queue,
         prefill_per_token_ms=settings.prefill_per_token_ms,
         answer_tokens=settings.answer_tokens,
+        upstream=upstream_of(settings),
+        local=LlamaServerConfig(
+            model_path=settings.model_path,
+            threads=settings.local_threads,
+            context=settings.local_context,
+            parallel=settings.local_parallel,
+            chat_template_path=settings.local_chat_template,
+        ),
     )
     try:
         return open_engine(settings.engine, options)
-    except UnknownEngine as exc:
+    except (UnknownEngine, EngineUnavailable) as exc:
         raise WorkerConfigError(f"--engine: {exc}") from exc
+
+
+def upstream_of(settings: Settings) -> OpenAIEngineConfig:
+    """The upstream of the openai engine; its key from the variable the settings name."""
+    return OpenAIEngineConfig(
+        base_url=settings.upstream_url,
+        model=settings.upstream_model,
+        # Read here, never stored in the settings: they are printed and logged.
+        api_key=os.environ.get(settings.upstream_api_key_env) or None,
+        connect_timeout=settings.upstream_connect_timeout,
+        first_token_timeout=settings.upstream_first_token_timeout,
+        chunk_timeout=settings.upstream_chunk_timeout,
+        retries=settings.upstream_retries,
+        max_concurrency=settings.upstream_max_concurrency,
+        max_queue=settings.upstream_queue,
+        temperature=settings.upstream_temperature,
+    )
 
 
 def store_of(settings: Settings) -> SessionStore:

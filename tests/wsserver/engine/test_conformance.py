@@ -1,14 +1,18 @@
-"""The Engine contract, run against every engine (today the simulated one).
+"""The Engine contract, run against every engine: the simulated one, and the OpenAI
+engine in front of a real llama.cpp server (SmolLM2, shared by the test session).
 
-Each engine answers a plain request with 30 one-token chunks and takes 4 requests at
-once. "Nothing more" is checked behind a barrier: another request submitted after
-the event and run to its end, so the engine had every chance to misbehave.
+Each engine answers a plain request with ``answer_tokens`` one-token chunks and one
+finish (the simulated engine stops by itself after 30; a real model can't promise a
+length, so it is asked for a long story and cut by ``max_tokens`` at 12), and takes 4
+requests at once. "Nothing more" is checked behind a barrier: another request
+submitted after the event and run to its end, so the engine had every chance to
+misbehave.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 
 import pytest
@@ -23,27 +27,72 @@ from wsserver.engine.base import (
     OutputChunk,
     QueueSink,
 )
+from wsserver.engine.openai.config import OpenAIEngineConfig
+from wsserver.engine.openai.engine import OpenAICompatibleEngine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
-ANSWER_TOKENS = 30
 CAPACITY = 4
 
 
-# Every engine runs this suite; the OpenAI-compatible and local engines join it.
-@pytest.fixture(params=["simulated"])
-async def engine(request: pytest.FixtureRequest) -> AsyncIterator[Engine]:
-    assert request.param == "simulated"
-    config = SimulatedEngineConfig(
-        decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=ANSWER_TOKENS
-    )
-    implementation: Engine = SimulatedEngine(config)
+@dataclass(frozen=True)
+class Subject:
+    """An engine under test and what its plain answer is."""
+
+    engine: Engine
+    answer_tokens: int
+    finish: FinishReason
+    """How a plain request ends."""
+    prompt: str = "hello"
+    max_tokens: int = 1000
+
+
+# Every engine runs this suite.
+@pytest.fixture(params=["simulated", "openai"])
+async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
+    implementation: Engine
+    if request.param == "simulated":
+        config = SimulatedEngineConfig(
+            decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=30
+        )
+        implementation = SimulatedEngine(config)
+        chosen = Subject(implementation, 30, FinishReason.STOP)
+    else:
+        llama = request.getfixturevalue("llama_server")
+        upstream = OpenAIEngineConfig(
+            base_url=llama.base_url, temperature=0.0, max_concurrency=2, max_queue=CAPACITY - 2
+        )
+        implementation = OpenAICompatibleEngine(upstream)
+        chosen = Subject(
+            implementation, 12, FinishReason.LENGTH, "Write a long story about a dragon.", 12
+        )
     await implementation.start()
-    yield implementation
+    yield chosen
     await implementation.close()
 
 
-def _request(rid: str, text: str = "hello", max_tokens: int = 1000) -> GenerationRequest:
-    return GenerationRequest(rid, [Turn("user", text)], max_tokens)
+@pytest.fixture
+def engine(subject: Subject) -> Engine:
+    return subject.engine
+
+
+_SUBJECT: list[Subject] = []
+
+
+@pytest.fixture(autouse=True)
+def _current(subject: Subject) -> Iterator[None]:
+    # The helpers below build each engine's plain request.
+    _SUBJECT.append(subject)
+    yield
+    _SUBJECT.pop()
+
+
+def _request(rid: str, text: str | None = None, max_tokens: int | None = None) -> GenerationRequest:
+    subject = _SUBJECT[-1]
+    return GenerationRequest(
+        rid,
+        [Turn("user", text or subject.prompt)],
+        max_tokens if max_tokens is not None else subject.max_tokens,
+    )
 
 
 @dataclass
@@ -74,20 +123,20 @@ async def _run_to_end(engine: Engine, rid: str) -> tuple[Generation, list[Output
     """Submit a plain request and read it to its finish (also the barrier)."""
     sink = QueueSink()
     generation = engine.submit(_request(rid), sink)
-    chunks = [chunk async for chunk in sink.chunks(timeout=5)]
+    chunks = [chunk async for chunk in sink.chunks(timeout=30)]
     assert sink.finish_reason is not None, "the request never finished"
     return generation, chunks
 
 
-async def test_chunks_then_exactly_one_finish(engine: Engine) -> None:
+async def test_chunks_then_exactly_one_finish(engine: Engine, subject: Subject) -> None:
     sink = RecordingSink()
     generation = engine.submit(_request("a"), sink)
     await _run_to_end(engine, "barrier-1")
     await _run_to_end(engine, "barrier-2")
-    assert sink.finishes == [FinishReason.STOP]
-    assert sink.calls[-1] is FinishReason.STOP, "output after the finish"
-    assert len(sink.chunks) == ANSWER_TOKENS
-    assert generation.finish_reason is FinishReason.STOP
+    assert sink.finishes == [subject.finish]
+    assert sink.calls[-1] is subject.finish, "output after the finish"
+    assert len(sink.chunks) == subject.answer_tokens
+    assert generation.finish_reason is subject.finish
 
 
 async def test_abort_stops_output_at_once_and_reports_nothing_more(engine: Engine) -> None:
@@ -103,7 +152,7 @@ async def test_abort_stops_output_at_once_and_reports_nothing_more(engine: Engin
     assert generation.generated_tokens == 3
 
 
-async def test_abort_between_steps_and_after_the_finish(engine: Engine) -> None:
+async def test_abort_between_steps_and_after_the_finish(engine: Engine, subject: Subject) -> None:
     started = asyncio.Event()
     sink = RecordingSink(on_chunk=lambda count: started.set() if count == 2 else None)
     generation = engine.submit(_request("a"), sink)
@@ -119,7 +168,7 @@ async def test_abort_between_steps_and_after_the_finish(engine: Engine) -> None:
     # Aborting a finished request changes nothing.
     done, _ = await _run_to_end(engine, "b")
     done.abort()
-    assert done.finish_reason is FinishReason.STOP
+    assert done.finish_reason is subject.finish
 
 
 async def test_overload_raises_engine_overloaded(engine: Engine) -> None:
@@ -134,22 +183,23 @@ async def test_overload_raises_engine_overloaded(engine: Engine) -> None:
 async def test_a_length_limited_answer_ends_with_length(engine: Engine) -> None:
     sink = QueueSink()
     generation = engine.submit(_request("a", max_tokens=5), sink)
-    chunks = [chunk async for chunk in sink.chunks(timeout=5)]
+    chunks = [chunk async for chunk in sink.chunks(timeout=30)]
     assert len(chunks) == 5
     assert sink.finish_reason is FinishReason.LENGTH
     assert generation.generated_tokens == 5
 
 
-async def test_token_counts(engine: Engine) -> None:
+async def test_token_counts(engine: Engine, subject: Subject) -> None:
     short = engine.submit(_request("short", "hi"), RecordingSink())
     long = engine.submit(_request("long", "a much longer prompt than the other " * 10), QueueSink())
     assert 0 < short.input_tokens < long.input_tokens
     generation, chunks = await _run_to_end(engine, "counted")
-    assert generation.generated_tokens == sum(chunk.tokens for chunk in chunks) == ANSWER_TOKENS
-    assert engine.stats()["tokens_generated"] >= ANSWER_TOKENS
+    answer = subject.answer_tokens
+    assert generation.generated_tokens == sum(chunk.tokens for chunk in chunks) == answer
+    assert engine.stats()["tokens_generated"] >= answer
 
 
-async def test_a_failing_sink_ends_its_request_with_error(engine: Engine) -> None:
+async def test_a_failing_sink_ends_its_request_with_error(engine: Engine, subject: Subject) -> None:
     class Failing(RecordingSink):
         def on_output(self, chunk: OutputChunk) -> None:
             super().on_output(chunk)
@@ -158,7 +208,7 @@ async def test_a_failing_sink_ends_its_request_with_error(engine: Engine) -> Non
     sink = Failing()
     generation = engine.submit(_request("a"), sink)
     _, chunks = await _run_to_end(engine, "others go on")
-    assert len(chunks) == ANSWER_TOKENS
+    assert len(chunks) == subject.answer_tokens
     assert len(sink.chunks) == 1
     assert sink.finishes == [FinishReason.ERROR]
     assert generation.finish_reason is FinishReason.ABORTED

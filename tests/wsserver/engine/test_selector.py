@@ -27,7 +27,23 @@ def test_defaults_are_the_simulated_engines() -> None:
 
 
 def test_an_unknown_name_is_refused_with_the_known_ones() -> None:
-    assert ENGINE_NAMES == ("simulated",)
+    assert ENGINE_NAMES == ("simulated", "openai", "local")
     with pytest.raises(UnknownEngine, match=r"unknown engine 'gpu'.*simulated") as refused:
         open_engine("gpu")
     assert isinstance(refused.value, EngineError)
+
+
+def test_openai_and_local_are_built_with_their_options() -> None:
+    from wsserver.engine.llama_server import LlamaServerConfig
+    from wsserver.engine.local import LocalEngine
+    from wsserver.engine.openai import OpenAICompatibleEngine, OpenAIEngineConfig
+
+    upstream = OpenAIEngineConfig(base_url="http://127.0.0.1:9/v1", model="m", retries=5)
+    local = LlamaServerConfig(threads=3, context=1024)
+    options = EngineOptions(upstream=upstream, local=local)
+    openai = open_engine("openai", options)
+    assert isinstance(openai, OpenAICompatibleEngine)
+    assert openai.config == upstream
+    built = open_engine("local", options)
+    assert isinstance(built, LocalEngine)
+    assert built.server.config == local

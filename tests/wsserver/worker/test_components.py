@@ -31,6 +31,61 @@ def test_engine_flags_reach_the_engine() -> None:
     )
 
 
+def test_upstream_flags_reach_the_openai_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from wsserver.engine.openai import OpenAICompatibleEngine
+
+    monkeypatch.setenv("MY_UPSTREAM_KEY", "sk-test-123")
+    settings = Settings(
+        engine="openai",
+        upstream_url="http://127.0.0.1:9/v1",
+        upstream_model="m",
+        upstream_api_key_env="MY_UPSTREAM_KEY",
+        upstream_connect_timeout=1.5,
+        upstream_first_token_timeout=7,
+        upstream_chunk_timeout=3,
+        upstream_retries=4,
+        upstream_max_concurrency=5,
+        upstream_queue=6,
+        upstream_temperature=0.2,
+    )
+    engine = components.engine_of(settings)
+    assert isinstance(engine, OpenAICompatibleEngine)
+    config = engine.config
+    assert (config.base_url, config.model, config.api_key) == (
+        "http://127.0.0.1:9/v1",
+        "m",
+        "sk-test-123",
+    )
+    assert (config.connect_timeout, config.first_token_timeout, config.chunk_timeout) == (1.5, 7, 3)
+    assert (config.retries, config.max_concurrency, config.max_queue) == (4, 5, 6)
+    assert config.temperature == 0.2
+    # The key is read from the environment, never kept in (printable) settings or reprs.
+    assert "sk-test-123" not in repr(settings) + repr(config)
+
+
+def test_local_flags_reach_the_embedded_server() -> None:
+    from wsserver.engine.local import LocalEngine
+
+    settings = Settings(
+        engine="local",
+        model_path="/models/x.gguf",
+        local_threads=2,
+        local_context=1024,
+        local_parallel=3,
+        local_chat_template="/models/t.jinja",
+    )
+    engine = components.engine_of(settings)
+    assert isinstance(engine, LocalEngine)
+    server = engine.server.config
+    assert (server.model_path, server.threads, server.context, server.parallel) == (
+        "/models/x.gguf",
+        2,
+        1024,
+        3,
+    )
+    assert server.chat_template_path == "/models/t.jinja"
+
+
 def test_audio_and_quota_flags_reach_their_limits() -> None:
     settings = Settings(audio_max_turn_ms=5000, audio_max_ahead_ms=200, max_sessions_per_ip=7)
     audio = components.audio_limits(settings)
