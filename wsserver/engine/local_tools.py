@@ -59,16 +59,12 @@ def tools_template_path() -> str:
 
 
 def chat_template_path(choice: str) -> str | None:
-    """The template file ``--local-chat-template`` names: ``""`` (the model's own),
-    ``tools`` (the shipped one) or a path to a Jinja file, checked to be readable."""
+    """The template file ``--local-chat-template`` names: ``""`` (the model's own, so
+    ``None``), ``tools`` (the shipped one) or a path to a Jinja file (read when the
+    server starts, which fails clearly if it cannot)."""
     if not choice:
         return None
-    path = tools_template_path() if choice == TOOLS_TEMPLATE else choice
-    try:
-        Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LocalToolsError(f"cannot read chat template {path!r}: {exc}") from exc
-    return path
+    return tools_template_path() if choice == TOOLS_TEMPLATE else choice
 
 
 def load_tool_example(path: str) -> tuple[dict[str, Any], ...]:

@@ -7,12 +7,20 @@ chosen and built here, through each package's selector, when the worker starts.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine
 from wsserver.engine.llama_server import LlamaServerConfig
+from wsserver.engine.local_tools import (
+    TOOLS_TEMPLATE,
+    LocalToolsError,
+    ToolCallAid,
+    chat_template_path,
+    load_tool_example,
+)
 from wsserver.engine.openai.config import OpenAIEngineConfig
 from wsserver.engine.selector import EngineOptions, EngineUnavailable, UnknownEngine, open_engine
 from wsserver.frontdoor.addresses import parse_networks
@@ -29,25 +37,44 @@ from wsserver.worker.settings import Settings
 
 def engine_of(settings: Settings) -> Engine:
     """The engine ``--engine`` names, with its speed and capacity flags."""
+    upstream = upstream_of(settings)
+    template, aid = local_tools_of(settings)
+    if aid is not None:
+        upstream = dataclasses.replace(upstream, rewrite_body=aid.apply)
     options = EngineOptions(
         decode_rate=settings.decode_rate,
         slots=settings.engine_slots,
         max_queue=settings.engine_queue,
         prefill_per_token_ms=settings.prefill_per_token_ms,
         answer_tokens=settings.answer_tokens,
-        upstream=upstream_of(settings),
+        upstream=upstream,
         local=LlamaServerConfig(
             model_path=settings.model_path,
             threads=settings.local_threads,
             context=settings.local_context,
             parallel=settings.local_parallel,
-            chat_template_path=settings.local_chat_template,
+            chat_template_path=template,
+            port=settings.local_port,
         ),
     )
     try:
         return open_engine(settings.engine, options)
     except (UnknownEngine, EngineUnavailable) as exc:
         raise WorkerConfigError(f"--engine: {exc}") from exc
+
+
+def local_tools_of(settings: Settings) -> tuple[str | None, ToolCallAid | None]:
+    """The local engine's chat template file and its small-model tool aid, if asked for."""
+    template = chat_template_path(
+        settings.local_chat_template or (TOOLS_TEMPLATE if settings.local_tool_aid else "")
+    )
+    if settings.engine != "local" or not settings.local_tool_aid:
+        return template, None
+    try:
+        example = settings.local_tool_example
+        return template, ToolCallAid(load_tool_example(example) if example else ())
+    except LocalToolsError as exc:
+        raise WorkerConfigError(f"--local-tool-example: {exc}") from exc
 
 
 def upstream_of(settings: Settings) -> OpenAIEngineConfig:

@@ -88,7 +88,28 @@ class Settings(FrontDoorSettings):
     local_context: int = Field(4096, ge=256, description="local engine: context size in tokens")
     local_parallel: int = Field(2, ge=1, description="local engine: requests decoded together")
     local_chat_template: str | None = Field(
-        None, description="local engine: a Jinja chat template file instead of the model's"
+        None,
+        description="local engine: a Jinja chat template file instead of the model's, or "
+        "'tools' for the shipped tools-capable ChatML one",
+    )
+    # The local engine's small-model tool aid and port (docs/ENGINES.md, small models).
+    local_tool_aid: bool = Field(
+        False,
+        description="local engine: help a tiny model call tools (when tools are declared: "
+        "the --local-tool-example in the history, and a user turn answered by a tool call, "
+        "one per round); the template defaults to 'tools'",
+    )
+    local_tool_example: str | None = Field(
+        None,
+        description="local engine, --local-tool-aid: a JSON file of chat messages showing "
+        "one tool call and its answer (used when the session declares its tools)",
+    )
+    local_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="local engine: loopback port of the embedded llama.cpp server "
+        "(0 picks a free one); its /slots and /health show what it does",
     )
     grace_period: float = Field(
         30.0, ge=0, description="seconds a detached session's response keeps running"
