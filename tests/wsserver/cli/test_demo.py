@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 
+import pytest
+
 from tests.processes import WSSERVER
 from tests.processes import cli_env as _env
+from wsserver.cli.demo_tools import get_weather
 
 
 def test_serve_demo_shows_every_feature_and_keeps_serving() -> None:
@@ -34,6 +38,42 @@ def test_serve_demo_shows_every_feature_and_keeps_serving() -> None:
         assert "resp_1: interrupted (speech)" in output
         assert "resp_2: completed" in output
         assert process.poll() is None, "the server stopped after the demo"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_serve_demo_on_the_local_engine_gets_real_answers() -> None:
+    """``wsserver serve --engine local --demo``: SmolLM2 answers, is interrupted, resumes,
+    and calls the weather tool (the demo turns the small-model aid on) and answers from it."""
+    pytest.importorskip("xllamacpp")
+    process = subprocess.Popen(
+        [*WSSERVER, "serve", "--port", "0", "--engine", "local", "--local-parallel=1", "--demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=_env(),
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            lines.append(line)
+            if "--- demo done ---" in line or not line:
+                break
+        output = "".join(lines)
+        assert "--- demo done ---" in output, output
+        first = output.split("user: what is a websocket?\nassistant: ", 1)[1].split("\n")[0]
+        assert len(re.findall(r"[A-Za-z]+", first)) >= 8, first
+        assert "status interrupted" in output
+        assert "reconnects 1" in output
+        assert "[tool call get_weather {'city': 'Paris'}]" in output
+        answer = output.split("[tool call get_weather {'city': 'Paris'}]\nassistant: ", 1)[1]
+        weather = get_weather("Paris")
+        assert f"{weather['temperature_c']} °C" in answer.split("\n")[0], answer
+        assert "voice: skipped" in output
     finally:
         process.terminate()
         process.wait(10)
