@@ -11,14 +11,14 @@ import time
 from typing import Any
 
 import httpx
-from wsserver.engine.llama_server import LlamaServerConfig
-from wsserver.engine.local import LocalEngine
-from wsserver.engine.openai.config import OpenAIEngineConfig
 
 from loadtest.engines.config import QUESTIONS, EnginesConfig
 from loadtest.engines.slots import seconds_until_idle
 from protocol.conversation import Turn
 from protocol.generation import FinishReason, GenerationRequest, OutputChunk
+from wsserver.engine.llama_server import LlamaServerConfig
+from wsserver.engine.local import LocalEngine
+from wsserver.engine.openai.config import OpenAIEngineConfig
 
 STORY = "Tell me a long story about a dragon."
 """What the interrupted answers are asked (long enough to be cut)."""
