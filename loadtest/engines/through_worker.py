@@ -57,8 +57,13 @@ def start_worker(
     return server, f"http://127.0.0.1:{port}"
 
 
-async def _session(url: str, config: EnginesConfig, number: int, out: dict[str, list[Any]]) -> None:
+async def _session(
+    url: str, config: EnginesConfig, number: int, out: dict[str, list[Any]], go: asyncio.Barrier
+) -> None:
     async with SessionClient(url, max_output_tokens=config.max_tokens) as client:
+        # Every session asks its first question at once, as the direct path submits them:
+        # requests that reach llama.cpp staggered are decoded staggered.
+        await go.wait()
         for question in range(config.questions):
             began = time.perf_counter()
             await client.create_response(QUESTIONS[(number + question) % len(QUESTIONS)])
@@ -90,8 +95,13 @@ async def measure(
 async def measure_text(url: str, config: EnginesConfig) -> dict[str, Any]:
     """N concurrent sessions of Q questions each, through the worker."""
     out: dict[str, list[Any]] = {"ttft_s": [], "tokens": [], "finish": []}
+    go = asyncio.Barrier(config.sessions + 1)
+    sessions = [
+        asyncio.create_task(_session(url, config, n, out, go)) for n in range(config.sessions)
+    ]
+    await go.wait()  # every session open
     began = time.perf_counter()
-    await asyncio.gather(*(_session(url, config, n, out) for n in range(config.sessions)))
+    await asyncio.gather(*sessions)
     wall = time.perf_counter() - began
     return {**out, "wall_s": wall, "tokens_per_s": sum(out["tokens"]) / wall}
 
