@@ -58,9 +58,34 @@ def engine_of(settings: Settings) -> Engine:
         ),
     )
     try:
-        return open_engine(settings.engine, options)
+        engine = open_engine(settings.engine, options)
     except (UnknownEngine, EngineUnavailable) as exc:
         raise WorkerConfigError(f"--engine: {exc}") from exc
+    return voice_pipeline_of(settings, engine)
+
+
+def voice_pipeline_of(settings: Settings, llm: Engine) -> Engine:
+    """``llm`` inside the voice pipeline when ``--stt`` or ``--tts`` names a part."""
+    from wsserver.engine.pipeline.errors import PipelineError
+    from wsserver.engine.pipeline.selector import SpeechOptions, open_pipeline
+
+    options = SpeechOptions(
+        stt=settings.stt,
+        tts=settings.tts,
+        stt_url=settings.stt_url,
+        stt_model=settings.stt_model,
+        stt_language=settings.stt_language,
+        stt_api_key_env=settings.stt_api_key_env,
+        tts_url=settings.tts_url,
+        tts_model=settings.tts_model,
+        tts_voice=settings.tts_voice,
+        tts_format=settings.tts_format,
+        tts_api_key_env=settings.tts_api_key_env,
+    )
+    try:
+        return open_pipeline(llm, options)
+    except PipelineError as exc:
+        raise WorkerConfigError(f"--stt/--tts: {exc}") from exc
 
 
 def local_tools_of(settings: Settings) -> tuple[str | None, ToolCallAid | None]:

