@@ -27,7 +27,7 @@ from typing import Any
 
 from loadtest.common.harness import run_benchmark
 from loadtest.common.servers import tail_on_error
-from loadtest.engines import direct, through_worker
+from loadtest.engines import direct, through_worker, voice
 from loadtest.engines.config import EnginesConfig, build_parser, resolve_config
 from loadtest.engines.figures import build_figures, print_summary, summaries, warnings_for
 
@@ -47,6 +47,13 @@ def run(config: EnginesConfig, log_dir: Path) -> dict[str, Any]:
             measured = asyncio.run(through_worker.measure(server.url, llama, config, cuts))
         for phase in cuts:
             results[phase] = {"worker": measured[phase], "direct": baseline[phase]}
+    if "voice" in config.phases and config.voice_sessions:
+        print("[voice] worker with --stt whisper --tts piper ...", flush=True)
+        server, _ = through_worker.start_worker(
+            config, config.voice_sessions, log_dir, *voice.VOICE_FLAGS
+        )
+        with server, tail_on_error(server):
+            results["voice"] = {"worker": asyncio.run(voice.measure_voice(server.url, config))}
     results["summary_ms"] = summaries(results)
     return results
 

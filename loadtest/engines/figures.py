@@ -8,6 +8,9 @@ from loadtest.common.report import Figure, format_table, summarize
 
 DIRECT = "engine called directly"
 
+SAMPLES = ("ttft_s", "idle_s", "done_s", "first_audio_s", "transcript_s", "first_text_s")
+"""The latency samples of the results (seconds), summarized in milliseconds."""
+
 
 def _ms(values: list[float]) -> dict[str, Any]:
     return summarize([v * 1000 for v in values])
@@ -19,7 +22,14 @@ def summaries(results: dict[str, Any]) -> dict[str, Any]:
     for phase in ("text", "interrupt", "voice"):
         paths = results.get(phase) or {}
         for path, result in paths.items():
-            for key in ("ttft_s", "idle_s", "done_s", "first_audio_s"):
+            for key in (
+                "ttft_s",
+                "idle_s",
+                "done_s",
+                "first_audio_s",
+                "transcript_s",
+                "first_text_s",
+            ):
                 if key in result:
                     name = key.removesuffix("_s") + "_ms"
                     out.setdefault(phase, {}).setdefault(path, {})[name] = _ms(result[key])
@@ -63,6 +73,7 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
             )
     if results.get("voice"):
         voice = sums["voice"]["worker"]
+        ttft = voice["ttft_ms"]
         for q in ("p50", "p99"):
             figures.append(
                 Figure(
@@ -70,9 +81,27 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
                     "ms",
                     voice["first_audio_ms"][q],
                     "TTFT of the same LLM (text)",
-                    voice["ttft_ms"][q],
+                    ttft[q],
                 )
             )
+        stt = voice["transcript_ms"]["p50"]
+        first = voice["first_audio_ms"]["p50"]
+        after = None if stt is None or first is None else round(first - stt, 3)
+        figures.append(
+            Figure(
+                "voice: transcript -> first audio p50", "ms", after, "TTFT p50 (text)", ttft["p50"]
+            )
+        )
+        lengths = sorted(results["voice"]["worker"].get("question_ms", {}).values())
+        figures.append(
+            Figure(
+                "voice: end of speech -> transcript p50",
+                "ms",
+                stt,
+                "spoken question p50",
+                float(lengths[len(lengths) // 2]) if lengths else None,
+            )
+        )
     return figures
 
 

@@ -21,7 +21,7 @@ pytest.importorskip("xllamacpp")
 
 def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
     report_path = tmp_path / "engines.json"
-    argv = ["--quick", "--only", "text", "--only", "interrupt", "--report", str(report_path)]
+    argv = ["--quick", "--report", str(report_path)]
     run = subprocess.run(
         [sys.executable, "-m", "loadtest.engines", *argv],
         cwd=ROOT,
@@ -43,6 +43,10 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         "worker's added TTFT p50",
         "interrupt -> upstream idle p50",
         "interrupt -> upstream idle p99",
+        "voice: end of speech -> first audio p50",
+        "voice: end of speech -> first audio p99",
+        "voice: transcript -> first audio p50",
+        "voice: end of speech -> transcript p50",
     ]
     for figure in report["figures"]:
         assert figure["value"] is not None and figure["baseline"] is not None, figure
@@ -56,3 +60,11 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         assert len(cut["idle_s"]) + cut["not_measured"] == config.interrupts
         assert cut["idle_s"], "at least one interrupt was measured"
     assert report["results"]["summary_ms"]["text"]["worker"]["ttft_ms"]["count"] == answers
+    voice = report["results"]["voice"]["worker"]
+    turns = config.voice_sessions * config.questions
+    for samples in ("transcript_s", "first_text_s", "first_audio_s", "transcripts", "audio_ms"):
+        assert len(voice[samples]) == turns, (samples, voice)
+    assert len(voice["ttft_s"]) == turns
+    assert all(ms > 0 for ms in voice["audio_ms"]), "every answer was spoken"
+    # The worker heard the piper-spoken question (Whisper base on clean speech).
+    assert "bees" in voice["transcripts"][0].lower(), voice["transcripts"]
