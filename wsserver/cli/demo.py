@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from importlib import resources
 
+from wsserver.cli.demo_spoken import spoken_turn_demo
 from wsserver.cli.demo_tools import get_weather
 from wsserver.client import SessionClient
 from wsserver.engine.synthetic_voice import SyntheticVoice
@@ -31,12 +32,14 @@ def demo_settings(settings: Settings) -> Settings:
     return settings.model_copy(update=update)
 
 
-async def run_demo(url: str, *, real_model: bool = False, voice: bool = True) -> None:
+async def run_demo(url: str, *, real_model: bool = False, voice: str = "synthetic") -> None:
     """Stream an answer, interrupt one, drop the connection mid-answer and resume.
 
     ``real_model``: the engine is a real (small) model, not the simulated one: answers
-    are capped short, the tool question asks for one city (a tiny model makes one call
-    per round) and the voice part runs only with ``voice`` (a speaking engine).
+    are capped short and the tool question asks for one city (a tiny model makes one call
+    per round). ``voice``: ``synthetic`` (talk over a spoken answer with syllables the
+    simulated engine hears as speech), ``spoken`` (a question spoken by piper through
+    the worker's real STT and TTS) or ``none``.
     """
     print(f"\n--- demo against {url} ---", flush=True)
     cap = _REAL_MODEL_TOKENS if real_model else None
@@ -80,10 +83,12 @@ async def run_demo(url: str, *, real_model: bool = False, voice: bool = True) ->
                 )
                 break
     await _tools_demo(url, "what is the weather in Paris?" if real_model else _TWO_CITIES)
-    if voice:
+    if voice == "synthetic":
         await _voice_demo(url)
+    elif voice == "spoken":
+        await spoken_turn_demo(url, cap or 400)
     else:
-        print("\nvoice: skipped (the engine does not speak)", flush=True)
+        print("\nvoice: skipped (no --stt and --tts: the engine does not listen or speak)")
     print("--- demo done ---", flush=True)
 
 

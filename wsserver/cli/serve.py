@@ -120,7 +120,9 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
         )
     elif demo:
         real_model = settings.engine != "simulated"
-        await run_demo(url, real_model=real_model, voice=not real_model)
+        speech = settings.stt != "none" and settings.tts != "none"
+        voice = "spoken" if speech else "none" if real_model else "synthetic"
+        await run_demo(url, real_model=real_model, voice=voice)
         print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
     await stop.wait()
     print(

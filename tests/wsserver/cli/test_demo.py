@@ -44,11 +44,16 @@ def test_serve_demo_shows_every_feature_and_keeps_serving() -> None:
 
 
 def test_serve_demo_on_the_local_engine_gets_real_answers() -> None:
-    """``wsserver serve --engine local --demo``: SmolLM2 answers, is interrupted, resumes,
-    and calls the weather tool (the demo turns the small-model aid on) and answers from it."""
-    pytest.importorskip("xllamacpp")
+    """``wsserver serve --engine local --stt whisper --tts piper --demo``: SmolLM2 answers,
+    is interrupted, resumes, calls the weather tool (the demo turns the small-model aid
+    on) and answers from its result; a question spoken by piper is heard and answered aloud.
+    (The README's command is the same without the speech flags, which only add the last part.)
+    """
+    for module in ("xllamacpp", "faster_whisper", "piper"):
+        pytest.importorskip(module)
+    flags = ["--engine", "local", "--local-parallel=1", "--stt", "whisper", "--tts", "piper"]
     process = subprocess.Popen(
-        [*WSSERVER, "serve", "--port", "0", "--engine", "local", "--local-parallel=1", "--demo"],
+        [*WSSERVER, "serve", "--port", "0", *flags, "--demo"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -73,7 +78,12 @@ def test_serve_demo_on_the_local_engine_gets_real_answers() -> None:
         answer = output.split("[tool call get_weather {'city': 'Paris'}]\nassistant: ", 1)[1]
         weather = get_weather("Paris")
         assert f"{weather['temperature_c']} °C" in answer.split("\n")[0], answer
-        assert "voice: skipped" in output
+        heard = output.split("  [heard: ", 1)[1].split("]", 1)[0]
+        assert "bees" in heard.lower(), heard
+        spoken = output.split("assistant (spoken): ", 1)[1].split("\n")
+        assert len(re.findall(r"[A-Za-z]+", spoken[0])) >= 5, spoken
+        audio_ms = re.search(r"audio sent (\d+) ms", spoken[1])
+        assert audio_ms and int(audio_ms.group(1)) > 1000, spoken
     finally:
         process.terminate()
         process.wait(10)
