@@ -176,7 +176,7 @@ class OpenAIGeneration:
         self._tools_reset_if_unstarted()
         parser = SSEParser(config.max_line_bytes)
         try:
-            async with asyncio.timeout(loop.time() + config.first_token_timeout) as deadline:
+            async with asyncio.timeout_at(loop.time() + config.first_token_timeout) as deadline:
                 async with engine.client.stream(
                     "POST", engine.url, json=request_body(self.request, config)
                 ) as response:

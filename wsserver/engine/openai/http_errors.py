@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import httpx
 
@@ -11,6 +12,9 @@ from wsserver.engine.openai.errors import UpstreamFailure, UpstreamProtocolError
 
 ERROR_BODY_BYTES = 4096
 """Bytes of an error answer read for its message; the rest is not read."""
+
+_MESSAGE_FIELD = re.compile(r'"message"\s*:\s*"((?:[^"\\]|\\.)*)')
+"""A JSON error's message, also in a body cut short (where the JSON no longer parses)."""
 
 _RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -57,7 +61,13 @@ def _message(body: bytes) -> str:
     try:
         data = json.loads(text)
     except ValueError:
-        return text
+        found = _MESSAGE_FIELD.search(text)
+        if found is None:
+            return text
+        try:
+            return str(json.loads(f'"{found.group(1)}"'))
+        except ValueError:
+            return found.group(1)
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, dict) and isinstance(error.get("message"), str):

@@ -79,6 +79,9 @@ class StandIn:
                 pass
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except asyncio.CancelledError:
+            # Stopped mid-reply; ending cancelled makes asyncio log a traceback on 3.11.
+            pass
         finally:
             self._writers.discard(writer)
             self.disconnects += 1
