@@ -102,7 +102,7 @@ class Settings(FrontDoorSettings):
     local_tool_example: str | None = Field(
         None,
         description="local engine, --local-tool-aid: a JSON file of chat messages showing "
-        "one tool call and its answer (used when the session declares its tools)",
+        "one tool call and its answer (used when the session declares every tool it calls)",
     )
     local_port: int = Field(
         0,
