@@ -10,6 +10,7 @@ token in the same worker: text sessions asking the same questions just before.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from typing import Any
 
@@ -137,6 +138,4 @@ def _empty() -> dict[str, list[Any]]:
 
 
 def _one_turn(config: EnginesConfig) -> EnginesConfig:
-    import dataclasses
-
     return dataclasses.replace(config, questions=1)
