@@ -65,6 +65,15 @@ class ToolCallFragment:
 
 
 @dataclass(frozen=True, slots=True)
+class Transcript:
+    """What a speech engine heard in the request's ``input_audio`` (so far, or all of it)."""
+
+    text: str
+    final: bool = True
+    """The whole turn's text; a partial one (``False``) may still change."""
+
+
+@dataclass(frozen=True, slots=True)
 class OutputChunk:
     """A piece of generated text, how many tokens it took, and the audio that speaks it."""
 
@@ -76,3 +85,5 @@ class OutputChunk:
     """Playing time of ``audio``."""
     tool_call: ToolCallFragment | None = None
     """Set instead of text when the model is writing a tool call."""
+    transcript: Transcript | None = None
+    """Set instead of text when a speech engine reports what the user said (no tokens)."""

@@ -32,6 +32,7 @@ from protocol.session.inputs import (
 from protocol.session.lifecycle import Phase
 from protocol.session.responses import ResponseState, ResponseStatus
 from protocol.session.structured_output import final_output
+from protocol.session.transcripts import on_transcript
 
 FINISH_STATUS: dict[FinishReason, tuple[ResponseStatus, str | None]] = {
     FinishReason.STOP: (ResponseStatus.COMPLETED, None),
@@ -98,6 +99,8 @@ def output(core: CoreActions, response_id: str, chunk: OutputChunk) -> None:
     assert response is not None, f"output for unknown response {response_id}"
     if chunk.tool_call is not None:
         core.tool_fragment(response, chunk.tool_call, chunk.tokens)
+    elif chunk.transcript is not None:
+        on_transcript(core, response, chunk.transcript)
     else:
         session.record_output(response, chunk.text, chunk.tokens, chunk.audio, chunk.audio_ms)
     if not core.attached and core.settings.log_shared:

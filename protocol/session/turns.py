@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from protocol.messages import AudioSettings
 from protocol.session.responses import ResponseState
+from protocol.spoken_turns import audio_turn_text
 
-
-def audio_turn_text(duration_ms: int) -> str:
-    """The conversation's placeholder for a spoken turn (engines get the audio itself)."""
-    return f"[audio {duration_ms} ms]"
+__all__ = ["TurnTaking", "audio_turn_text"]
 
 
 class TurnTaking:

@@ -3,18 +3,47 @@
 from __future__ import annotations
 
 import asyncio
+from importlib import resources
 
+from wsserver.cli.demo_spoken import spoken_turn_demo
 from wsserver.cli.demo_tools import get_weather
 from wsserver.client import SessionClient
 from wsserver.engine.synthetic_voice import SyntheticVoice
+from wsserver.worker.settings import Settings
 
 _RATE = 16000
 
 
-async def run_demo(url: str) -> None:
-    """Stream an answer, interrupt one, drop the connection mid-answer and resume."""
+DEMO_TOOL_EXAMPLE = str(resources.files("wsserver.cli") / "demo_tool_example.json")
+"""The worked example (a get_weather call and its answer) the demo gives a tiny model."""
+
+
+def demo_settings(settings: Settings) -> Settings:
+    """The worker's settings for ``--demo``: on the local engine, temperature 0 and the
+    small-model tool aid with the demo's worked example, unless the flags set them."""
+    if settings.engine != "local":
+        return settings
+    given = settings.model_fields_set
+    update: dict[str, object] = {}
+    if not {"local_tool_aid", "local_tool_example"} & given:
+        update.update(local_tool_aid=True, local_tool_example=DEMO_TOOL_EXAMPLE)
+    if "upstream_temperature" not in given:
+        update["upstream_temperature"] = 0.0
+    return settings.model_copy(update=update)
+
+
+async def run_demo(url: str, *, real_model: bool = False, voice: str = "synthetic") -> None:
+    """Stream an answer, interrupt one, drop the connection mid-answer and resume.
+
+    ``real_model``: the engine is a real (small) model, not the simulated one: answers
+    are capped short and the tool question asks for one city (a tiny model makes one call
+    per round). ``voice``: ``synthetic`` (talk over a spoken answer with syllables the
+    simulated engine hears as speech), ``spoken`` (a question spoken by piper through
+    the worker's real STT and TTS) or ``none``.
+    """
     print(f"\n--- demo against {url} ---", flush=True)
-    async with SessionClient(url, instructions="be brief") as client:
+    cap = _REAL_MODEL_TOKENS if real_model else None
+    async with SessionClient(url, instructions="be brief", max_output_tokens=cap) as client:
         print(f"session {client.session_id} ready", flush=True)
 
         print("\nuser: what is a websocket?\nassistant: ", end="", flush=True)
@@ -22,7 +51,7 @@ async def run_demo(url: str) -> None:
         print(f"\n  -> {result}", flush=True)
 
         print("\nuser: tell me a long story (interrupted after 5 deltas)\nassistant: ", end="")
-        await client.create_response("tell me a long story", max_output_tokens=400)
+        await client.create_response("tell me a long story", max_output_tokens=cap or 400)
         deltas = 0
         while True:
             event = await client.next_event()
@@ -53,16 +82,27 @@ async def run_demo(url: str) -> None:
                     flush=True,
                 )
                 break
-    await _tools_demo(url)
-    await _voice_demo(url)
+    await _tools_demo(url, "what is the weather in Paris?" if real_model else _TWO_CITIES)
+    if voice == "synthetic":
+        await _voice_demo(url)
+    elif voice == "spoken":
+        await spoken_turn_demo(url, cap or 400)
+    else:
+        print("\nvoice: skipped (no --stt and --tts: the engine does not listen or speak)")
     print("--- demo done ---", flush=True)
 
 
-async def _tools_demo(url: str) -> None:
+_REAL_MODEL_TOKENS = 48
+"""Answer cap on a real model: a tiny CPU model rambles, and the demo should be quick."""
+
+_TWO_CITIES = "what is the weather in Paris and Oslo?"
+
+
+async def _tools_demo(url: str, question: str) -> None:
     """A tool loop: the model calls a tool, the SDK runs it, the answer goes on."""
-    print("\nuser: what is the weather in Paris and Oslo? (with a weather tool)", flush=True)
+    print(f"\nuser: {question} (with a weather tool)", flush=True)
     async with SessionClient(url, tools={"get_weather": get_weather}) as client:
-        result = await client.ask("what is the weather in Paris and Oslo?")
+        result = await client.ask(question)
         for call in result.tool_calls:
             print(f"  [tool call {call['name']} {call['arguments']}]", flush=True)
         print(f"assistant: {result.text}\n  -> status {result.status}", flush=True)

@@ -12,7 +12,7 @@ import sys
 
 from pydantic import ValidationError
 
-from wsserver.cli.demo import run_demo
+from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
 from wsserver.frontdoor.errors import FrontDoorConfigError
 from wsserver.frontdoor.redaction import install_redaction
@@ -82,6 +82,8 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
     from wsserver.worker.errors import WorkerConfigError
     from wsserver.worker.server import WorkerServer
 
+    if demo:
+        settings = demo_settings(settings)
     try:
         server = WorkerServer(settings)
     except (VadUnavailable, FrontDoorConfigError, WorkerConfigError) as exc:
@@ -119,7 +121,10 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
             flush=True,
         )
     elif demo:
-        await run_demo(url)
+        real_model = settings.engine != "simulated"
+        speech = settings.stt != "none" and settings.tts != "none"
+        voice = "spoken" if speech else "none" if real_model else "synthetic"
+        await run_demo(url, real_model=real_model, voice=voice)
         print(f"\nthe server keeps running on {url}; press Ctrl-C to stop", flush=True)
     await stop.wait()
     print(

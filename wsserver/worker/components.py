@@ -7,12 +7,20 @@ chosen and built here, through each package's selector, when the worker starts.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine
 from wsserver.engine.llama_server import LlamaServerConfig
+from wsserver.engine.local_tools import (
+    TOOLS_TEMPLATE,
+    LocalToolsError,
+    ToolCallAid,
+    chat_template_path,
+    load_tool_example,
+)
 from wsserver.engine.openai.config import OpenAIEngineConfig
 from wsserver.engine.selector import EngineOptions, EngineUnavailable, UnknownEngine, open_engine
 from wsserver.frontdoor.addresses import parse_networks
@@ -29,25 +37,69 @@ from wsserver.worker.settings import Settings
 
 def engine_of(settings: Settings) -> Engine:
     """The engine ``--engine`` names, with its speed and capacity flags."""
+    upstream = upstream_of(settings)
+    template, aid = local_tools_of(settings)
+    if aid is not None:
+        upstream = dataclasses.replace(upstream, rewrite_body=aid.apply)
     options = EngineOptions(
         decode_rate=settings.decode_rate,
         slots=settings.engine_slots,
         max_queue=settings.engine_queue,
         prefill_per_token_ms=settings.prefill_per_token_ms,
         answer_tokens=settings.answer_tokens,
-        upstream=upstream_of(settings),
+        upstream=upstream,
         local=LlamaServerConfig(
             model_path=settings.model_path,
             threads=settings.local_threads,
             context=settings.local_context,
             parallel=settings.local_parallel,
-            chat_template_path=settings.local_chat_template,
+            chat_template_path=template,
+            port=settings.local_port,
         ),
     )
     try:
-        return open_engine(settings.engine, options)
+        engine = open_engine(settings.engine, options)
     except (UnknownEngine, EngineUnavailable) as exc:
         raise WorkerConfigError(f"--engine: {exc}") from exc
+    return voice_pipeline_of(settings, engine)
+
+
+def voice_pipeline_of(settings: Settings, llm: Engine) -> Engine:
+    """``llm`` inside the voice pipeline when ``--stt`` or ``--tts`` names a part."""
+    from wsserver.engine.pipeline.errors import PipelineError
+    from wsserver.engine.pipeline.selector import SpeechOptions, open_pipeline
+
+    options = SpeechOptions(
+        stt=settings.stt,
+        tts=settings.tts,
+        stt_url=settings.stt_url,
+        stt_model=settings.stt_model,
+        stt_language=settings.stt_language,
+        stt_api_key_env=settings.stt_api_key_env,
+        tts_url=settings.tts_url,
+        tts_model=settings.tts_model,
+        tts_voice=settings.tts_voice,
+        tts_format=settings.tts_format,
+        tts_api_key_env=settings.tts_api_key_env,
+    )
+    try:
+        return open_pipeline(llm, options)
+    except PipelineError as exc:
+        raise WorkerConfigError(f"--stt/--tts: {exc}") from exc
+
+
+def local_tools_of(settings: Settings) -> tuple[str | None, ToolCallAid | None]:
+    """The local engine's chat template file and its small-model tool aid, if asked for."""
+    template = chat_template_path(
+        settings.local_chat_template or (TOOLS_TEMPLATE if settings.local_tool_aid else "")
+    )
+    if settings.engine != "local" or not settings.local_tool_aid:
+        return template, None
+    try:
+        example = settings.local_tool_example
+        return template, ToolCallAid(load_tool_example(example) if example else ())
+    except LocalToolsError as exc:
+        raise WorkerConfigError(f"--local-tool-example: {exc}") from exc
 
 
 def upstream_of(settings: Settings) -> OpenAIEngineConfig:

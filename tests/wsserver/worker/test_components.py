@@ -128,3 +128,33 @@ def test_a_store_the_worker_cannot_build_is_a_config_error() -> None:
 
 def test_the_engine_setting_offers_exactly_the_selectors_engines() -> None:
     assert get_args(Settings.model_fields["engine"].annotation) == ENGINE_NAMES
+
+
+def test_local_tool_aid_flags_reach_the_engine(tmp_path: Path) -> None:
+    """--local-tool-aid: the shipped tools template by default, the example in each body."""
+    from wsserver.engine.local import LocalEngine
+    from wsserver.engine.local_tools import TOOL_CALL_PREFILL, tools_template_path
+
+    example = Path(__file__).parents[1] / "engine" / "fixtures" / "set_light_example.json"
+    settings = Settings(
+        engine="local", local_tool_aid=True, local_tool_example=str(example), local_port=18099
+    )
+    engine = components.engine_of(settings)
+    assert isinstance(engine, LocalEngine)
+    assert engine.server.config.chat_template_path == tools_template_path()
+    assert engine.server.config.port == 18099
+    rewrite = engine._upstream_config.rewrite_body
+    assert rewrite is not None
+    body = rewrite(
+        {"messages": [{"role": "user", "content": "hi"}], "tools": [{"function": {"name": "x"}}]}
+    )
+    assert body["messages"][-1] == {"role": "assistant", "content": TOOL_CALL_PREFILL}
+    plain = components.engine_of(Settings(engine="local", local_chat_template="tools"))
+    assert isinstance(plain, LocalEngine)
+    assert plain._upstream_config.rewrite_body is None, "no aid unless asked for"
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    with pytest.raises(WorkerConfigError, match=r"--local-tool-example: .*needs a role"):
+        components.engine_of(
+            Settings(engine="local", local_tool_aid=True, local_tool_example=str(bad))
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,3 +47,6 @@ class OpenAIEngineConfig:
     """Longest SSE line accepted; a longer one fails the request (bounded memory)."""
     max_tool_arguments_bytes: int = 1 << 20
     """Longest arguments of one tool call accepted."""
+    rewrite_body: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """A last change to each request body (the local engine's small-model tool aid,
+    :mod:`wsserver.engine.local_tools`); ``None`` sends the body as built."""

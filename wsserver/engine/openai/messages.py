@@ -81,4 +81,6 @@ def request_body(request: GenerationRequest, config: OpenAIEngineConfig) -> dict
             "type": "json_schema",
             "json_schema": {"name": "response", "schema": request.response_format},
         }
+    if config.rewrite_body is not None:
+        body = config.rewrite_body(body)
     return body

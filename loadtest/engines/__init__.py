@@ -1,0 +1,1 @@
+"""Real-model benchmark: the local engine through the worker vs the same engine called directly."""

@@ -1,0 +1,68 @@
+"""What the OpenAI-compatible speech clients share: endpoint settings and bounded reads."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from wsserver.engine.pipeline.errors import PipelineError
+
+
+@dataclass(frozen=True, slots=True)
+class SpeechEndpoint:
+    """An OpenAI-compatible speech server."""
+
+    base_url: str
+    """Up to and including ``/v1`` (``http://127.0.0.1:8000/v1``)."""
+    model: str
+    api_key: str = ""
+    """Sent as ``Authorization: Bearer``; read from an environment variable, never logged."""
+    connect_timeout: float = 5.0
+    read_timeout: float = 30.0
+    """Seconds the server may go without sending anything (a stalled answer fails)."""
+
+    def client(self) -> httpx.AsyncClient:
+        """An HTTP client for this server (loopback or remote; no proxies from the env)."""
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
+        return httpx.AsyncClient(
+            base_url=self.base_url.rstrip("/"), headers=headers, timeout=timeout, trust_env=False
+        )
+
+
+def content_type(response: httpx.Response) -> str:
+    """The media type of a response, lowercase, without parameters."""
+    value: str = response.headers.get("content-type", "")
+    return value.split(";")[0].strip().lower()
+
+
+async def read_bounded(response: httpx.Response, limit: int, error: type[PipelineError]) -> bytes:
+    """The body, or ``error`` once it passes ``limit`` bytes (the rest is never read)."""
+    body = bytearray()
+    async for block in response.aiter_bytes():
+        body += block
+        if len(body) > limit:
+            raise error(f"speech server sent more than {limit} bytes")
+    return bytes(body)
+
+
+async def failure_message(response: httpx.Response, what: str) -> str:
+    """A clear message for a non-2xx answer: the status and the server's own message."""
+    try:
+        body = await read_bounded(response, 16_384, PipelineError)
+    except PipelineError:
+        body = b""
+    detail = ""
+    try:
+        parsed: Any = json.loads(body)
+        if isinstance(parsed, dict):
+            inner = parsed.get("error", parsed)
+            message = inner.get("message") if isinstance(inner, dict) else inner
+            detail = str(message or parsed.get("detail") or "")
+    except ValueError:
+        detail = body.decode("utf-8", "replace")
+    detail = " ".join(detail.split())[:200]
+    return f"{what} failed: http {response.status_code}" + (f": {detail}" if detail else "")
