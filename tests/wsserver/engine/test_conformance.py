@@ -23,6 +23,7 @@ from wsserver.engine.base import (
     OutputChunk,
     QueueSink,
 )
+from wsserver.engine.pipeline.engine import PipelineEngine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
 ANSWER_TOKENS = 30
@@ -30,13 +31,17 @@ CAPACITY = 4
 
 
 # Every engine runs this suite; the OpenAI-compatible and local engines join it.
-@pytest.fixture(params=["simulated"])
+@pytest.fixture(params=["simulated", "pipeline"])
 async def engine(request: pytest.FixtureRequest) -> AsyncIterator[Engine]:
-    assert request.param == "simulated"
+    assert request.param in ("simulated", "pipeline")
     config = SimulatedEngineConfig(
         decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=ANSWER_TOKENS
     )
     implementation: Engine = SimulatedEngine(config)
+    if request.param == "pipeline":
+        # The voice pipeline over the simulated LLM, with no speech parts: the suite's
+        # text requests go through it to the LLM (its spoken requests: pipeline/).
+        implementation = PipelineEngine(implementation)
     await implementation.start()
     yield implementation
     await implementation.close()
