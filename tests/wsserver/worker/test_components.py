@@ -63,3 +63,16 @@ def test_a_store_the_worker_cannot_build_is_a_config_error() -> None:
 
 def test_the_engine_setting_offers_exactly_the_selectors_engines() -> None:
     assert get_args(Settings.model_fields["engine"].annotation) == ENGINE_NAMES
+
+
+def test_speech_flags_wrap_the_engine_in_the_voice_pipeline() -> None:
+    from wsserver.engine.pipeline.engine import PipelineEngine
+    from wsserver.engine.pipeline.openai_tts import OpenAITextToSpeech
+
+    settings = Settings(tts="openai", tts_url="http://127.0.0.1:9/v1", tts_voice="echo")
+    engine = components.engine_of(settings)
+    assert isinstance(engine, PipelineEngine) and isinstance(engine.llm, SimulatedEngine)
+    assert engine.stt is None
+    assert isinstance(engine.tts, OpenAITextToSpeech) and engine.tts.voice == "echo"
+    with pytest.raises(WorkerConfigError, match="--stt openai needs --stt-url"):
+        components.engine_of(Settings(stt="openai"))
