@@ -185,6 +185,12 @@ class PipelineGeneration:
     def finish_reason(self) -> FinishReason | None:
         return self._finish
 
+    @property
+    def stage(self) -> str:
+        """What runs now: ``stt``, ``llm``, ``tts`` (a clause is synthesized while the LLM
+        may still stream), or ``""`` before anything started."""
+        return self._stage
+
     def abort(self) -> None:
         if self._finish is not None:
             return

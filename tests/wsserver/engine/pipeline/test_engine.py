@@ -212,6 +212,8 @@ async def test_abort_during_transcription_reports_nothing_and_never_asks_the_llm
     assert "r" not in _llm(pipeline).generated_by_request
     stats = pipeline.stats()
     assert (stats["transcriptions_aborted"], stats["llm_aborted"]) == (1, 0)
+    # Whisper's thread was told to stop; its result was thrown away.
+    assert isinstance(pipeline.stt, WhisperSpeechToText) and pipeline.stt.abandoned == 1
     # The next request is served as usual (the thread dropped the aborted call's result).
     sink = Recorder()
     pipeline.submit(_voice_request("again"), sink)
@@ -246,14 +248,14 @@ async def test_abort_while_the_llm_streams_stops_it_at_once() -> None:
 
 
 async def test_abort_during_synthesis_reports_nothing_more() -> None:
-    # The simulated LLM writes no punctuation: its first clause is cut at the bound
-    # (180 characters), a second of piper's time.
+    # The simulated LLM writes no punctuation: its first clause is cut at the bound.
     engine = _engine(decode_rate=1000, answer_tokens=200)
     await engine.start()
     sink = Recorder()
     generation = engine.submit(_spoken_answer(), sink)
     assert isinstance(generation, PipelineGeneration)
-    await wait_until(lambda: engine.stats()["syntheses"] >= 1, 30)
+    # Checked and aborted in one step of the loop: the synthesis is still running.
+    await wait_until(lambda: generation.stage == "tts", 30)
     generation.abort()
     reported = len(sink.calls)
     await _barrier(engine)
@@ -262,6 +264,9 @@ async def test_abort_during_synthesis_reports_nothing_more() -> None:
     stats = engine.stats()
     assert stats["syntheses_aborted"] == 1
     assert stats["pipeline_running"] == 0
+    # Piper's thread was told to stop; what it was making was thrown away.
+    assert isinstance(engine.tts, PiperTextToSpeech) and engine.tts.abandoned == 1
+    assert engine.llm.stats()["running"] == 0
     await engine.close()
 
 
