@@ -68,6 +68,11 @@ async def test_a_spoken_turn_is_heard_answered_aloud_and_barged_in(
     done = await client.until("response.done", 30)
     assert (done["response_id"], done["status"]) == ("resp_1", "interrupted")
     assert done["reason"] == "speech"
+    # Usage adds up: the LLM's prompt tokens (known only once the words reached it) and
+    # every token it generated, delivered or not.
+    usage = done["usage"]
+    assert usage["input_tokens"] > 0
+    assert usage["output_tokens_generated"] >= usage["output_tokens_delivered"] > 0
     interrupted_at = len(client.seen)
     # The LLM was aborted mid-answer, by the barge-in.
     llm = engine.llm
