@@ -38,6 +38,7 @@ from wsserver.engine.base import (
     OutputChunk,
 )
 from wsserver.engine.pipeline.clauses import ClauseLimits, ClauseSplitter
+from wsserver.engine.pipeline.counters import PipelineCounters
 from wsserver.engine.pipeline.errors import PipelineError
 from wsserver.engine.pipeline.pieces import spoken_pieces
 from wsserver.engine.pipeline.stt import SpeechToText
@@ -55,25 +56,6 @@ class PipelineConfig:
     """Length of the audio pieces a clause leaves in (the precision of "what was heard")."""
 
 
-class _Counters:
-    __slots__ = (
-        "failures",
-        "llm_aborted",
-        "syntheses",
-        "syntheses_aborted",
-        "transcriptions",
-        "transcriptions_aborted",
-    )
-
-    def __init__(self) -> None:
-        self.transcriptions = 0
-        self.transcriptions_aborted = 0
-        self.syntheses = 0
-        self.syntheses_aborted = 0
-        self.llm_aborted = 0
-        self.failures = 0
-
-
 class PipelineEngine:
     """An :class:`~wsserver.engine.base.Engine` that listens and speaks around ``llm``."""
 
@@ -88,7 +70,7 @@ class PipelineEngine:
         self.stt = stt
         self.tts = tts
         self.config = config or PipelineConfig()
-        self.counters = _Counters()
+        self.counters = PipelineCounters()
         self._running: set[PipelineGeneration] = set()
 
     async def start(self) -> None:
@@ -116,16 +98,10 @@ class PipelineEngine:
         return generation
 
     def stats(self) -> dict[str, int]:
-        counters = self.counters
         return {
             **self.llm.stats(),
             "pipeline_running": len(self._running),
-            "transcriptions": counters.transcriptions,
-            "transcriptions_aborted": counters.transcriptions_aborted,
-            "syntheses": counters.syntheses,
-            "syntheses_aborted": counters.syntheses_aborted,
-            "llm_aborted": counters.llm_aborted,
-            "pipeline_failures": counters.failures,
+            **self.counters.as_stats(),
         }
 
     def forget(self, generation: PipelineGeneration) -> None:
@@ -357,6 +333,7 @@ class PipelineGeneration:
         self._engine.counters.failures += 1
         llm = self._llm
         if llm is not None and llm.finish_reason is None:
+            self._engine.counters.llm_aborted += 1
             llm.abort()
         self.end(FinishReason.ERROR)
 

@@ -297,6 +297,7 @@ async def test_a_failing_synthesizer_fails_the_generation_and_stops_the_llm(
     llm = _llm(engine)
     assert llm.stats()["running"] == 0
     assert llm.generated_by_request["r"] < 400
+    assert engine.stats()["llm_aborted"] == 1
     await engine.close()
 
 
