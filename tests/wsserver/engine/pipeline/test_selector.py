@@ -56,3 +56,13 @@ def test_the_http_parts_get_their_urls_models_voice_and_keys(
 def test_bad_names_and_missing_urls_are_refused(options: SpeechOptions, message: str) -> None:
     with pytest.raises(UnknownSpeechPart, match=message):
         open_pipeline(SimulatedEngine(), options)
+
+
+def test_the_settings_offer_exactly_the_selectors_names() -> None:
+    from typing import get_args
+
+    from wsserver.engine.pipeline.selector import STT_NAMES, TTS_NAMES
+    from wsserver.worker.settings import Settings
+
+    assert get_args(Settings.model_fields["stt"].annotation) == STT_NAMES
+    assert get_args(Settings.model_fields["tts"].annotation) == TTS_NAMES
