@@ -54,6 +54,9 @@ class PipelineConfig:
     clauses: ClauseLimits = field(default_factory=ClauseLimits)
     piece_ms: float = 100.0
     """Length of the audio pieces a clause leaves in (the precision of "what was heard")."""
+    max_running: int = 256
+    """Spoken requests in the pipeline at once (the speech models serve them in turn);
+    past it a submit raises ``EngineOverloaded`` like a full LLM."""
 
 
 class PipelineEngine:
@@ -89,6 +92,10 @@ class PipelineEngine:
         speaks = self.tts is not None and request.audio_output
         if not listens and not speaks:
             return self.llm.submit(request, sink)
+        if len(self._running) >= self.config.max_running:
+            raise EngineOverloaded(
+                f"voice pipeline is full ({self.config.max_running} spoken requests running)"
+            )
         generation = PipelineGeneration(self, request, sink, listens=listens, speaks=speaks)
         if not listens:
             # Nothing to wait for: an overloaded LLM refuses the request here and now.

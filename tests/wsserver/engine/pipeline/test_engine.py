@@ -13,8 +13,8 @@ from protocol.generation import Transcript
 from tests.wsserver.engine.pipeline.speech_server import SpeechServer
 from tests.wsserver.speech_models import piper_voice, rms, spoken, whisper_model, word_errors
 from tests.wsserver.wire import wait_until
-from wsserver.engine.base import FinishReason, GenerationRequest, OutputChunk
-from wsserver.engine.pipeline.engine import PipelineEngine, PipelineGeneration
+from wsserver.engine.base import EngineOverloaded, FinishReason, GenerationRequest, OutputChunk
+from wsserver.engine.pipeline.engine import PipelineConfig, PipelineEngine, PipelineGeneration
 from wsserver.engine.pipeline.openai_stt import OpenAISpeechToText
 from wsserver.engine.pipeline.openai_tts import OpenAITextToSpeech
 from wsserver.engine.pipeline.piper_voice import PiperTextToSpeech
@@ -336,3 +336,19 @@ async def test_abort_while_a_transcription_server_is_thinking_closes_the_request
     assert engine.stats()["transcriptions_aborted"] == 1
     # The connection went with the abort: closing the client does not wait on it.
     await asyncio.wait_for(engine.close(), 5)
+
+
+async def test_past_its_bound_the_pipeline_refuses_like_a_full_engine() -> None:
+    llm = SimulatedEngine(SimulatedEngineConfig(decode_rate=400, answer_tokens=5))
+    engine = PipelineEngine(
+        llm, WhisperSpeechToText(whisper_model()), None, PipelineConfig(max_running=1)
+    )
+    await engine.start()
+    first = engine.submit(_voice_request("a"), Recorder())
+    with pytest.raises(EngineOverloaded, match="voice pipeline is full"):
+        engine.submit(_voice_request("b"), Recorder())
+    # Text requests do not wait for the speech models: they go on.
+    engine.submit(GenerationRequest("text", [Turn("user", "hi")], 5), Recorder())
+    first.abort()
+    engine.submit(_voice_request("c"), Recorder())
+    await engine.close()
