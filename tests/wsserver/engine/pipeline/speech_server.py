@@ -7,7 +7,7 @@ speech as ``pcm`` (24 kHz PCM16) or ``wav`` (a streaming header: sizes unknown),
 chunked, a sentence at a time, as Kokoro-FastAPI does. ``<mode>`` makes it hostile
 instead: ``error`` (500 with an error JSON), ``huge`` (a body that never ends),
 ``stall`` (headers, then nothing), ``html`` (a page where JSON or audio belongs),
-``badjson``, ``notext``, ``badwav`` (a stereo WAV), ``reset`` (the connection dropped
+``badjson``, ``badutf8``, ``notext``, ``badwav`` (a stereo WAV), ``reset`` (the connection dropped
 mid-body).
 """
 
@@ -86,6 +86,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "badjson":
             self._send(200, "application/json", b"{not json")
+            return
+        if mode == "badutf8":
+            self._send(200, "application/json", b'{"text": "caf\xe9 \xff"}')
             return
         if mode == "notext":
             self._send(200, "application/json", b'{"transcript": "wrong field"}')
