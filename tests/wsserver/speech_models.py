@@ -39,12 +39,18 @@ def whisper_model() -> Any:
 
 @functools.cache
 def spoken(text: str, rate: int = 16000) -> bytes:
-    """``text`` spoken by piper, as PCM16 mono at ``rate`` (made at test time, cached)."""
+    """``text`` spoken by piper, as PCM16 mono at ``rate`` (made at test time, cached,
+    the same in every run)."""
+    from piper.config import SynthesisConfig
+
     from wsserver.engine.pipeline.pcm import Resampler
 
     voice = piper_voice()
     resampler = Resampler(int(voice.config.sample_rate), rate)
-    audio = b"".join(resampler.feed(chunk.audio_int16_bytes) for chunk in voice.synthesize(text))
+    # Without sampling noise: the same words are the same audio in every run.
+    steady = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+    chunks = voice.synthesize(text, steady)
+    audio = b"".join(resampler.feed(chunk.audio_int16_bytes) for chunk in chunks)
     return audio + resampler.feed(b"", last=True)
 
 

@@ -76,6 +76,12 @@ def run_serve(args: argparse.Namespace) -> int:
     return run_command(_serve(settings, demo=args.demo))
 
 
+def _speech(settings: Settings) -> str:
+    """The voice pipeline's parts, for the banner (empty when none wraps the engine)."""
+    parts = (("stt", settings.stt), ("tts", settings.tts))
+    return "".join(f", {kind}: {name}" for kind, name in parts if name != "none")
+
+
 async def _serve(settings: Settings, *, demo: bool) -> int:
     # Imported when serving: the other commands need not load the worker server.
     from wsserver.audio.silero import VadUnavailable
@@ -99,7 +105,7 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
     store = settings.store.split("@")[-1]  # never print credentials
     print(
         f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
-        f"engine: {settings.engine})",
+        f"engine: {settings.engine}{_speech(settings)})",
         flush=True,
     )
     stop = asyncio.Event()

@@ -62,6 +62,8 @@ def _describe(event: dict[str, Any], audio_ms: dict[str, float], rate: int) -> s
         return f"[speech stopped at {event['audio_end_ms'] / 1000:.2f} s]"
     if kind == "input_audio.committed":
         return f"[turn committed: {event['duration_ms'] / 1000:.2f} s of audio]"
+    if kind == "input_audio.transcript" and event.get("final"):
+        return f"you said: {event['text']}"
     if kind == "input_audio.discarded":
         return f"[speech too short for a turn ({event['reason']})]"
     if kind == "response.audio.delta":

@@ -70,6 +70,8 @@ class EventStream:
                 result.tool_calls.append(event)
             elif kind == "response.output_json.done":
                 result.output_json = event["value"]
+            elif kind == "input_audio.transcript" and event.get("final"):
+                result.transcript = event.get("text")
             elif kind in ("response.done", TRUNCATED):
                 result.events.append(event)
                 result.response_id = event.get("response_id", result.response_id)

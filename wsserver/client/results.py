@@ -23,3 +23,7 @@ class ResponseResult:
     """The ``response.tool_call`` events of the response."""
     output_json: Any = None
     """The final structured output (``response.output_json.done``), when asked for."""
+    transcript: str | None = None
+    """What the user said in the spoken turn this response answers, as the server's
+    speech-to-text heard it (the final ``input_audio.transcript``); ``None`` when the
+    turn was typed or the server does not transcribe."""

@@ -29,6 +29,7 @@ from wsserver.engine.base import (
 )
 from wsserver.engine.openai.config import OpenAIEngineConfig
 from wsserver.engine.openai.engine import OpenAICompatibleEngine
+from wsserver.engine.pipeline.engine import PipelineEngine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
 CAPACITY = 4
@@ -47,14 +48,18 @@ class Subject:
 
 
 # Every engine runs this suite.
-@pytest.fixture(params=["simulated", "openai"])
+@pytest.fixture(params=["simulated", "openai", "pipeline"])
 async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
     implementation: Engine
-    if request.param == "simulated":
+    if request.param in ("simulated", "pipeline"):
         config = SimulatedEngineConfig(
             decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=30
         )
         implementation = SimulatedEngine(config)
+        if request.param == "pipeline":
+            # The voice pipeline over the simulated LLM, with no speech parts: the suite's
+            # text requests go through it to the LLM (its spoken requests: pipeline/).
+            implementation = PipelineEngine(implementation)
         chosen = Subject(implementation, 30, FinishReason.STOP)
     else:
         llama = request.getfixturevalue("llama_server")

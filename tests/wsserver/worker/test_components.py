@@ -158,3 +158,16 @@ def test_local_tool_aid_flags_reach_the_engine(tmp_path: Path) -> None:
         components.engine_of(
             Settings(engine="local", local_tool_aid=True, local_tool_example=str(bad))
         )
+
+
+def test_speech_flags_wrap_the_engine_in_the_voice_pipeline() -> None:
+    from wsserver.engine.pipeline.engine import PipelineEngine
+    from wsserver.engine.pipeline.openai_tts import OpenAITextToSpeech
+
+    settings = Settings(tts="openai", tts_url="http://127.0.0.1:9/v1", tts_voice="echo")
+    engine = components.engine_of(settings)
+    assert isinstance(engine, PipelineEngine) and isinstance(engine.llm, SimulatedEngine)
+    assert engine.stt is None
+    assert isinstance(engine.tts, OpenAITextToSpeech) and engine.tts.voice == "echo"
+    with pytest.raises(WorkerConfigError, match="--stt openai needs --stt-url"):
+        components.engine_of(Settings(stt="openai"))

@@ -12,8 +12,10 @@ abbreviation (``Dr.``, ``e.g.``) or an initial (``J.``, ``U.S.``); at ``,``,
 ``;``, ``:`` or a dash before whitespace once it has ``min_chars``; at a line
 break; and, when none comes within ``max_chars`` (a list of numbers, a run-on
 sentence), at the last space before that bound (mid-word only if there is no
-space at all). A period between digits (``3.14``) or a comma inside a number
-(``1,000``) is no boundary: no whitespace follows it.
+space at all). The first clause has a shorter bound (``first_max_chars``), so an
+answer starts speaking soon whatever its punctuation. A period between digits
+(``3.14``) or a comma inside a number (``1,000``) is no boundary: no whitespace
+follows it.
 """
 
 from __future__ import annotations
@@ -77,22 +79,27 @@ class ClauseLimits:
     (a sentence end or a line break always does)."""
     max_chars: int = 180
     """A clause is cut at the last space before this bound when nothing ended it."""
+    first_max_chars: int = 60
+    """The bound of the first clause: the answer starts speaking sooner (time to first
+    audio is the LLM's time to this clause plus its synthesis)."""
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_chars <= self.max_chars:
-            raise ValueError("clause limits need 1 <= min_chars <= max_chars")
+        if not 1 <= self.min_chars <= min(self.max_chars, self.first_max_chars):
+            raise ValueError("clause limits need 1 <= min_chars <= max_chars, first_max_chars")
 
 
 class ClauseSplitter:
     """Streamed text in, complete clauses out."""
 
-    __slots__ = ("_buffer", "_limits", "_scanned")
+    __slots__ = ("_bound", "_buffer", "_limits", "_scanned")
 
     def __init__(self, limits: ClauseLimits | None = None) -> None:
         self._limits = limits or ClauseLimits()
         self._buffer = ""
         self._scanned = 0
         """Characters of the buffer known to hold no boundary."""
+        self._bound = self._limits.first_max_chars
+        """Where the current clause is cut if nothing ends it."""
 
     @property
     def pending(self) -> str:
@@ -107,6 +114,7 @@ class ClauseSplitter:
             clauses.append(self._buffer[:end])
             self._buffer = self._buffer[end:]
             self._scanned = 0
+            self._bound = self._limits.max_chars
         return clauses
 
     def flush(self) -> str:
@@ -117,7 +125,7 @@ class ClauseSplitter:
     def _next_boundary(self) -> int | None:
         """End of the first complete clause in the buffer, or ``None`` (need more text)."""
         buffer = self._buffer
-        limits = self._limits
+        bound = self._bound
         size = len(buffer)
         index = self._scanned
         while index < size:
@@ -134,12 +142,10 @@ class ClauseSplitter:
                     break  # what follows decides: wait for it
                 if buffer[after].isspace() and self._ends_here(buffer, index, after):
                     return after
-            if index + 1 >= limits.max_chars:
+            if index + 1 >= bound:
                 return self._cut(buffer, index + 1)
             index += 1
         self._scanned = index
-        if size >= limits.max_chars and index >= limits.max_chars:
-            return self._cut(buffer, limits.max_chars)
         return None
 
     def _ends_here(self, buffer: str, index: int, after: int) -> bool:

@@ -38,6 +38,7 @@ from wsserver.engine.base import (
     OutputChunk,
 )
 from wsserver.engine.pipeline.clauses import ClauseLimits, ClauseSplitter
+from wsserver.engine.pipeline.counters import PipelineCounters
 from wsserver.engine.pipeline.errors import PipelineError
 from wsserver.engine.pipeline.pieces import spoken_pieces
 from wsserver.engine.pipeline.stt import SpeechToText
@@ -53,25 +54,9 @@ class PipelineConfig:
     clauses: ClauseLimits = field(default_factory=ClauseLimits)
     piece_ms: float = 100.0
     """Length of the audio pieces a clause leaves in (the precision of "what was heard")."""
-
-
-class _Counters:
-    __slots__ = (
-        "failures",
-        "llm_aborted",
-        "syntheses",
-        "syntheses_aborted",
-        "transcriptions",
-        "transcriptions_aborted",
-    )
-
-    def __init__(self) -> None:
-        self.transcriptions = 0
-        self.transcriptions_aborted = 0
-        self.syntheses = 0
-        self.syntheses_aborted = 0
-        self.llm_aborted = 0
-        self.failures = 0
+    max_running: int = 256
+    """Spoken requests in the pipeline at once (the speech models serve them in turn);
+    past it a submit raises ``EngineOverloaded`` like a full LLM."""
 
 
 class PipelineEngine:
@@ -88,7 +73,7 @@ class PipelineEngine:
         self.stt = stt
         self.tts = tts
         self.config = config or PipelineConfig()
-        self.counters = _Counters()
+        self.counters = PipelineCounters()
         self._running: set[PipelineGeneration] = set()
 
     async def start(self) -> None:
@@ -107,6 +92,10 @@ class PipelineEngine:
         speaks = self.tts is not None and request.audio_output
         if not listens and not speaks:
             return self.llm.submit(request, sink)
+        if len(self._running) >= self.config.max_running:
+            raise EngineOverloaded(
+                f"voice pipeline is full ({self.config.max_running} spoken requests running)"
+            )
         generation = PipelineGeneration(self, request, sink, listens=listens, speaks=speaks)
         if not listens:
             # Nothing to wait for: an overloaded LLM refuses the request here and now.
@@ -116,16 +105,10 @@ class PipelineEngine:
         return generation
 
     def stats(self) -> dict[str, int]:
-        counters = self.counters
         return {
             **self.llm.stats(),
             "pipeline_running": len(self._running),
-            "transcriptions": counters.transcriptions,
-            "transcriptions_aborted": counters.transcriptions_aborted,
-            "syntheses": counters.syntheses,
-            "syntheses_aborted": counters.syntheses_aborted,
-            "llm_aborted": counters.llm_aborted,
-            "pipeline_failures": counters.failures,
+            **self.counters.as_stats(),
         }
 
     def forget(self, generation: PipelineGeneration) -> None:
@@ -184,6 +167,12 @@ class PipelineGeneration:
     @property
     def finish_reason(self) -> FinishReason | None:
         return self._finish
+
+    @property
+    def stage(self) -> str:
+        """What runs now: ``stt``, ``llm``, ``tts`` (a clause is synthesized while the LLM
+        may still stream), or ``""`` before anything started."""
+        return self._stage
 
     def abort(self) -> None:
         if self._finish is not None:
@@ -351,6 +340,7 @@ class PipelineGeneration:
         self._engine.counters.failures += 1
         llm = self._llm
         if llm is not None and llm.finish_reason is None:
+            self._engine.counters.llm_aborted += 1
             llm.abort()
         self.end(FinishReason.ERROR)
 

@@ -71,9 +71,16 @@ def load_voice(model_path: Path | None = None, threads: int = 1) -> Any:
 class PiperTextToSpeech:
     """A :class:`~wsserver.engine.pipeline.tts.TextToSpeech` over a local piper voice."""
 
-    def __init__(self, voice: Any | None = None, *, threads: int = 1) -> None:
+    def __init__(self, voice: Any | None = None, *, threads: int = 1, steady: bool = False) -> None:
         self._voice = voice if voice is not None else load_voice(threads=threads)
         self._thread = ModelThread("piper")
+        self._config: Any = None
+        if steady:
+            from piper.config import SynthesisConfig
+
+            # No sampling noise: the same text always gets the same audio (tests,
+            # reproducible timings); by default the voice varies a little, as it was trained.
+            self._config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
 
     @property
     def native_rate(self) -> int:
@@ -98,7 +105,7 @@ class PiperTextToSpeech:
     def _audio(self, text: str, sample_rate: int) -> Iterator[bytes]:
         """Runs in the voice's thread: synthesize and resample sentence by sentence."""
         resampler = Resampler(self.native_rate, sample_rate)
-        for chunk in self._voice.synthesize(text):
+        for chunk in self._voice.synthesize(text, self._config):
             out = resampler.feed(chunk.audio_int16_bytes)
             if out:
                 yield out

@@ -7,7 +7,7 @@ speech as ``pcm`` (24 kHz PCM16) or ``wav`` (a streaming header: sizes unknown),
 chunked, a sentence at a time, as Kokoro-FastAPI does. ``<mode>`` makes it hostile
 instead: ``error`` (500 with an error JSON), ``huge`` (a body that never ends),
 ``stall`` (headers, then nothing), ``html`` (a page where JSON or audio belongs),
-``badjson``, ``notext``, ``badwav`` (a stereo WAV), ``reset`` (the connection dropped
+``badjson``, ``badutf8``, ``notext``, ``badwav`` (a stereo WAV), ``reset`` (the connection dropped
 mid-body).
 """
 
@@ -87,6 +87,9 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "badjson":
             self._send(200, "application/json", b"{not json")
             return
+        if mode == "badutf8":
+            self._send(200, "application/json", b'{"text": "caf\xe9 \xff"}')
+            return
         if mode == "notext":
             self._send(200, "application/json", b'{"transcript": "wrong field"}')
             return
@@ -109,16 +112,20 @@ class _Handler(BaseHTTPRequestHandler):
             header = _wav_header(24000, channels=2)
             self._send(200, "audio/wav", header + b"\x00" * 4000)
             return
+        from piper.config import SynthesisConfig
+
         voice = piper_voice()
+        # Without sampling noise: the same text is the same audio every time.
+        steady = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
         self._start_chunked(200, audio_type)
         if audio_type == "audio/wav":
             native = int(voice.config.sample_rate)
             self._chunk(_wav_header(native))
-            for sentence in voice.synthesize(request["input"]):
+            for sentence in voice.synthesize(request["input"], steady):
                 self._chunk(sentence.audio_int16_bytes)
         else:
             resampler = Resampler(int(voice.config.sample_rate), 24000)
-            for sentence in voice.synthesize(request["input"]):
+            for sentence in voice.synthesize(request["input"], steady):
                 # Odd-sized pieces, as a network splits them: the client must cope.
                 data = resampler.feed(sentence.audio_int16_bytes)
                 for start in range(0, len(data), 4001):

@@ -79,7 +79,7 @@ def test_line_breaks_end_clauses() -> None:
 
 
 def test_a_long_stretch_without_punctuation_is_cut_at_a_space_before_the_bound() -> None:
-    limits = ClauseLimits(min_chars=5, max_chars=40)
+    limits = ClauseLimits(min_chars=5, max_chars=40, first_max_chars=40)
     text = " ".join(f"word{i}" for i in range(40))
     clauses = split(text, limits=limits)
     assert len(clauses) > 5
@@ -90,8 +90,16 @@ def test_a_long_stretch_without_punctuation_is_cut_at_a_space_before_the_bound()
         assert clause.endswith(" ")
 
 
+def test_the_first_clause_is_cut_sooner_so_the_answer_starts_speaking_sooner() -> None:
+    limits = ClauseLimits(min_chars=5, max_chars=100, first_max_chars=20)
+    clauses = split(" ".join(["word"] * 60), limits=limits)
+    assert len(clauses[0]) <= 20
+    assert max(len(c) for c in clauses[1:]) > 20
+    assert all(len(c) <= 100 for c in clauses)
+
+
 def test_a_word_longer_than_the_bound_is_cut_inside() -> None:
-    clauses = split("x" * 100, limits=ClauseLimits(min_chars=5, max_chars=40))
+    clauses = split("x" * 100, limits=ClauseLimits(min_chars=5, max_chars=40, first_max_chars=40))
     assert [len(c) for c in clauses] == [40, 40, 20]
 
 
@@ -109,3 +117,5 @@ def test_nothing_pending_flushes_empty() -> None:
 def test_limits_are_checked() -> None:
     with pytest.raises(ValueError, match="min_chars"):
         ClauseLimits(min_chars=50, max_chars=10)
+    with pytest.raises(ValueError, match="min_chars"):
+        ClauseLimits(min_chars=50, first_max_chars=10)

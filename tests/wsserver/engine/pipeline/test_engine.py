@@ -10,10 +10,11 @@ import pytest
 
 from protocol.conversation import Turn
 from protocol.generation import Transcript
+from tests.wsserver.engine.pipeline.speech_server import SpeechServer
 from tests.wsserver.speech_models import piper_voice, rms, spoken, whisper_model, word_errors
 from tests.wsserver.wire import wait_until
-from wsserver.engine.base import FinishReason, GenerationRequest, OutputChunk
-from wsserver.engine.pipeline.engine import PipelineEngine, PipelineGeneration
+from wsserver.engine.base import EngineOverloaded, FinishReason, GenerationRequest, OutputChunk
+from wsserver.engine.pipeline.engine import PipelineConfig, PipelineEngine, PipelineGeneration
 from wsserver.engine.pipeline.openai_stt import OpenAISpeechToText
 from wsserver.engine.pipeline.openai_tts import OpenAITextToSpeech
 from wsserver.engine.pipeline.piper_voice import PiperTextToSpeech
@@ -212,11 +213,8 @@ async def test_abort_during_transcription_reports_nothing_and_never_asks_the_llm
     assert "r" not in _llm(pipeline).generated_by_request
     stats = pipeline.stats()
     assert (stats["transcriptions_aborted"], stats["llm_aborted"]) == (1, 0)
-    # The next request is served as usual (the thread dropped the aborted call's result).
-    sink = Recorder()
-    pipeline.submit(_voice_request("again"), sink)
-    await asyncio.wait_for(sink.finished.wait(), 30)
-    assert sink.calls[-1] is FinishReason.STOP
+    # Whisper's thread was told to stop; its result was thrown away.
+    assert isinstance(pipeline.stt, WhisperSpeechToText) and pipeline.stt.abandoned == 1
 
 
 async def test_abort_while_the_llm_streams_stops_it_at_once() -> None:
@@ -246,14 +244,14 @@ async def test_abort_while_the_llm_streams_stops_it_at_once() -> None:
 
 
 async def test_abort_during_synthesis_reports_nothing_more() -> None:
-    # The simulated LLM writes no punctuation: its first clause is cut at the bound
-    # (180 characters), a second of piper's time.
+    # The simulated LLM writes no punctuation: its first clause is cut at the bound.
     engine = _engine(decode_rate=1000, answer_tokens=200)
     await engine.start()
     sink = Recorder()
     generation = engine.submit(_spoken_answer(), sink)
     assert isinstance(generation, PipelineGeneration)
-    await wait_until(lambda: engine.stats()["syntheses"] >= 1, 30)
+    # Checked and aborted in one step of the loop: the synthesis is still running.
+    await wait_until(lambda: generation.stage == "tts", 30)
     generation.abort()
     reported = len(sink.calls)
     await _barrier(engine)
@@ -262,6 +260,9 @@ async def test_abort_during_synthesis_reports_nothing_more() -> None:
     stats = engine.stats()
     assert stats["syntheses_aborted"] == 1
     assert stats["pipeline_running"] == 0
+    # Piper's thread was told to stop; what it was making was thrown away.
+    assert isinstance(engine.tts, PiperTextToSpeech) and engine.tts.abandoned == 1
+    assert engine.llm.stats()["running"] == 0
     await engine.close()
 
 
@@ -296,6 +297,7 @@ async def test_a_failing_synthesizer_fails_the_generation_and_stops_the_llm(
     llm = _llm(engine)
     assert llm.stats()["running"] == 0
     assert llm.generated_by_request["r"] < 400
+    assert engine.stats()["llm_aborted"] == 1
     await engine.close()
 
 
@@ -316,3 +318,37 @@ async def test_a_sink_that_aborts_from_inside_its_output_gets_nothing_more(
     await _barrier(pipeline)
     assert sum(1 for c in sink.chunks if c.audio) == 1
     assert not sink.finished.is_set()
+
+
+async def test_abort_while_a_transcription_server_is_thinking_closes_the_request(
+    speech_server: SpeechServer,
+) -> None:
+    stalled = SpeechEndpoint(speech_server.url("stall"), "whisper-1", read_timeout=30)
+    engine = _engine(stt=OpenAISpeechToText(stalled))
+    await engine.start()
+    sink = Recorder()
+    before = len(speech_server.requests)
+    generation = engine.submit(_voice_request(), sink)
+    await wait_until(lambda: len(speech_server.requests) > before, 10)
+    generation.abort()
+    await _barrier(engine)
+    assert sink.calls == []
+    assert engine.stats()["transcriptions_aborted"] == 1
+    # The connection went with the abort: closing the client does not wait on it.
+    await asyncio.wait_for(engine.close(), 5)
+
+
+async def test_past_its_bound_the_pipeline_refuses_like_a_full_engine() -> None:
+    llm = SimulatedEngine(SimulatedEngineConfig(decode_rate=400, answer_tokens=5))
+    engine = PipelineEngine(
+        llm, WhisperSpeechToText(whisper_model()), None, PipelineConfig(max_running=1)
+    )
+    await engine.start()
+    first = engine.submit(_voice_request("a"), Recorder())
+    with pytest.raises(EngineOverloaded, match="voice pipeline is full"):
+        engine.submit(_voice_request("b"), Recorder())
+    # Text requests do not wait for the speech models: they go on.
+    engine.submit(GenerationRequest("text", [Turn("user", "hi")], 5), Recorder())
+    first.abort()
+    engine.submit(_voice_request("c"), Recorder())
+    await engine.close()

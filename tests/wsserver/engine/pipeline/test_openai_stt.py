@@ -42,6 +42,7 @@ async def test_a_spoken_sentence_is_sent_as_a_wav_form_and_heard(
         ("error", "transcription failed: http 500: model not loaded"),
         ("html", "transcription answered text/html, not application/json"),
         ("badjson", "transcription answered invalid json"),
+        ("badutf8", "transcription answered invalid json"),
         ("notext", 'transcription answer has no "text" string'),
         ("huge", "speech server sent more than 1048576 bytes"),
         ("stall", "transcription timed out (ReadTimeout)"),

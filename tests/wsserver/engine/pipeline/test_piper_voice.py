@@ -12,8 +12,8 @@ from wsserver.engine.pipeline.piper_voice import PIPER_PACKAGE, PiperTextToSpeec
 SENTENCE = "The kitchen light is on now, and the door is locked."
 
 
-async def _speak(text: str, rate: int) -> list[bytes]:
-    tts = PiperTextToSpeech(piper_voice())
+async def _speak(text: str, rate: int, *, steady: bool = True) -> list[bytes]:
+    tts = PiperTextToSpeech(piper_voice(), steady=steady)
     try:
         return [chunk async for chunk in tts.synthesize(text, rate)]
     finally:
@@ -28,9 +28,16 @@ async def test_speech_is_loud_enough_and_as_long_as_the_text_at_the_asked_rate(r
     assert 2.0 <= seconds <= 6.0
     assert rms(audio) > 500
     # The same speech at every rate: the resampler changed the rate, not the duration
-    # (piper varies its timing a little from run to run).
+    # (steady: without sampling noise piper's timing is the same every time).
     reference = b"".join(await _speak(SENTENCE, 22050))
-    assert seconds == pytest.approx(len(reference) / 2 / 22050, rel=0.05)
+    assert seconds == pytest.approx(len(reference) / 2 / 22050, abs=0.005)
+
+
+async def test_by_default_the_voice_varies_a_little_as_trained() -> None:
+    lengths = {len(b"".join(await _speak(SENTENCE, 16000, steady=False))) for _ in range(3)}
+    steady = {len(b"".join(await _speak(SENTENCE, 16000))) for _ in range(2)}
+    assert len(steady) == 1
+    assert len(lengths) > 1
 
 
 async def test_one_chunk_per_sentence_as_it_is_made() -> None:
