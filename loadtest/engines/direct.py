@@ -124,7 +124,8 @@ async def measure_interrupts(engine: LocalEngine, config: EnginesConfig) -> dict
                 continue
             since = time.perf_counter()
             generation.abort()
-            seconds = await seconds_until_idle(client, engine.server.address or "", since)
+            key = engine.server.config.api_key or ""
+            seconds = await seconds_until_idle(client, engine.server.address or "", key, since)
             if seconds is None:
                 missed += 1
             else:

@@ -11,19 +11,20 @@ POLL_S = 0.01
 """Between two looks at ``/slots`` (each is one loopback request the server answers)."""
 
 
-async def busy_slots(client: httpx.AsyncClient, address: str) -> int:
-    """Slots decoding now."""
-    answer = await client.get(address + "/slots", timeout=10)
+async def busy_slots(client: httpx.AsyncClient, address: str, key: str) -> int:
+    """Slots decoding now (the embedded server wants its API key)."""
+    headers = {"Authorization": f"Bearer {key}"}
+    answer = await client.get(address + "/slots", headers=headers, timeout=10)
     answer.raise_for_status()
     return sum(1 for slot in answer.json() if slot.get("is_processing"))
 
 
 async def seconds_until_idle(
-    client: httpx.AsyncClient, address: str, since: float, timeout: float = 30.0
+    client: httpx.AsyncClient, address: str, key: str, since: float, timeout: float = 30.0
 ) -> float | None:
     """Seconds from ``since`` (a ``perf_counter``) until no slot decodes; ``None`` past
     ``timeout`` (the upstream never freed the request)."""
-    while await busy_slots(client, address):
+    while await busy_slots(client, address, key):
         if time.perf_counter() - since > timeout:
             return None
         await asyncio.sleep(POLL_S)

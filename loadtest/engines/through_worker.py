@@ -8,6 +8,8 @@ WebSocket, and the clock runs from the request sent to the first text delta rece
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
 import socket
 import sys
 import time
@@ -21,6 +23,10 @@ from loadtest.engines.config import QUESTIONS, EnginesConfig
 from loadtest.engines.direct import STORY
 from loadtest.engines.slots import seconds_until_idle
 from wsserver.client import SessionClient
+
+LOCAL_KEY = secrets.token_urlsafe(24)
+"""The embedded server's API key, given to the worker (--local-api-key-env) so that its
+``/slots`` can be read."""
 
 
 def free_port() -> int:
@@ -47,11 +53,14 @@ def start_worker(
         f"--local-parallel={parallel}",
         f"--local-context={2048 * parallel}",
         f"--local-port={port}",
+        "--local-api-key-env=LOADTEST_LOCAL_API_KEY",
         "--upstream-temperature=0",
         "--log-level=WARNING",
         *extra,
         *config.worker_args,
     ]
+    # The worker inherits the environment (less its WSSERVER_* variables).
+    os.environ["LOADTEST_LOCAL_API_KEY"] = LOCAL_KEY
     server = ServerProcess("worker", argv, log_dir)
     server.start(timeout_s=120.0)
     return server, f"http://127.0.0.1:{port}"
@@ -128,7 +137,8 @@ async def measure_interrupts(url: str, llama: str, config: EnginesConfig) -> dic
                         since = time.perf_counter()
                         await client.interrupt()
                         # Polled beside the events: the done comes before the slot frees.
-                        idle_task = asyncio.create_task(seconds_until_idle(http, llama, since))
+                        poll = seconds_until_idle(http, llama, LOCAL_KEY, since)
+                        idle_task = asyncio.create_task(poll)
                 elif event["type"] == "response.done":
                     if since is not None and event["status"] == "interrupted":
                         done.append(time.perf_counter() - since)

@@ -55,6 +55,8 @@ def engine_of(settings: Settings) -> Engine:
             parallel=settings.local_parallel,
             chat_template_path=template,
             port=settings.local_port,
+            # Read here, never stored in the settings (they are printed and logged).
+            api_key=os.environ.get(settings.local_api_key_env) or None,
         ),
     )
     try:

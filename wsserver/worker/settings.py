@@ -116,6 +116,11 @@ class Settings(FrontDoorSettings):
         description="local engine: loopback port of the embedded llama.cpp server "
         "(0 picks a free one); its /slots and /health show what it does",
     )
+    local_api_key_env: str = Field(
+        "WSSERVER_LOCAL_API_KEY",
+        description="local engine: environment variable holding the embedded server's API "
+        "key, for reading its /slots yourself (unset: a random key only the engine knows)",
+    )
     grace_period: float = Field(
         30.0, ge=0, description="seconds a detached session's response keeps running"
     )

@@ -98,9 +98,9 @@ class OpenAIGeneration:
         self._usage_tokens: int | None = None
         self._finish: FinishReason | None = None
         self._started = False
+        """Output reached the sink: from here on, no retry."""
         self._thinking = False
         """Reasoning arrived: the first-token deadline gives way to the chunk timeout."""
-        """Output reached the sink: from here on, no retry."""
         self._upstream_finish: str | None = None
         digest = hashlib.sha256(request.request_id.encode()).hexdigest()[:16]
         self._tools = ToolCallAssembler(f"call_{digest}", engine.config.max_tool_arguments_bytes)
