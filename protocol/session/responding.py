@@ -51,6 +51,7 @@ def start(core: CoreActions, response: ResponseState) -> None:
     session = core.session
     turns = core.turns
     response.generations += 1
+    response.round_start_tokens = response.generated_tokens
     suffix = "" if response.generations == 1 else f"/{response.generations}"
     request = GenerationRequest(
         request_id=f"{session.session_id}/{response.id}{suffix}",
@@ -125,6 +126,9 @@ def on_finished(core: CoreActions, event: EngineFinished) -> None:
     if response is None or response.done:
         return
     if event.reason is FinishReason.TOOL_CALLS:
+        if core.engine is not None:
+            # The round's own count (a usage chunk's) may exceed the chunks seen.
+            core.session.count_engine_tokens(response, core.engine.generated_tokens)
         core.tools_called(response)
         core.emit(WAKE)
         return

@@ -95,6 +95,9 @@ class ResponseState:
     """Characters the client said it showed when it interrupted (a cap on the history)."""
     generations: int = 0
     """Engine requests this response made (a tool loop makes one per round)."""
+    round_start_tokens: int = 0
+    """``generated_tokens`` when the current engine request started: the engine's own
+    count for that request is compared with what came since, not with earlier rounds."""
     segment_start: int = 0
     """Characters of text before the current round (earlier rounds are in the history)."""
     phase: Phase = Phase.GENERATING

@@ -243,6 +243,19 @@ class ServerSession:
         """Queue a session event that belongs to no response (input audio events)."""
         self.outbox.push(Event(type, fields))
 
+    def count_engine_tokens(self, response: ResponseState, generated_tokens: int) -> None:
+        """The current engine request's own count of the tokens it generated.
+
+        Where it exceeds the tokens its chunks carried since the request started (an
+        upstream's usage counts tokens a chunk did not show, such as the end token), the
+        difference joins the response's and the session's counts; never lowers them.
+        """
+        seen = response.generated_tokens - response.round_start_tokens
+        if generated_tokens > seen:
+            self.usage.output_tokens_generated += generated_tokens - seen
+            response.generated_tokens += generated_tokens - seen
+        # A second call with the same count adds nothing: ``seen`` includes the first.
+
     def end_response(
         self,
         response: ResponseState,
@@ -257,9 +270,10 @@ class ServerSession:
     ) -> bool:
         """End a response with ``status``; queues its single ``response.done``, complete.
 
-        ``generated_tokens`` is the engine's own count when it knows better than
-        the sum of the chunks seen here; ``details`` are further fields of the
-        done (an ``error``, a lost response's ``persisted_chars``). Returns
+        ``generated_tokens`` is the current engine request's own count when it knows
+        better than the sum of its chunks seen here (:meth:`count_engine_tokens`);
+        ``details`` are further fields of the done (an ``error``, a lost response's
+        ``persisted_chars``). Returns
         ``False`` if it had already ended (a second end is ignored: one ``done``
         per response).
         """
@@ -270,9 +284,8 @@ class ServerSession:
         if input_tokens is not None:
             self.usage.input_tokens += input_tokens - response.input_tokens
             response.input_tokens = input_tokens
-        if generated_tokens is not None and generated_tokens > response.generated_tokens:
-            self.usage.output_tokens_generated += generated_tokens - response.generated_tokens
-            response.generated_tokens = generated_tokens
+        if generated_tokens is not None:
+            self.count_engine_tokens(response, generated_tokens)
         if status in (ResponseStatus.INTERRUPTED, ResponseStatus.CANCELLED):
             # Unsent output of a stopped response never reaches the client.
             self.outbox.drop_response(response.id)

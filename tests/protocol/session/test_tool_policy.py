@@ -16,6 +16,8 @@ from protocol.session.effects import (
 )
 from protocol.session.inputs import (
     EngineCounts,
+    EngineFinished,
+    GenerationStarted,
     ResultOutcome,
     TimerFired,
     TimerKind,
@@ -170,3 +172,29 @@ def test_an_interrupt_while_awaiting_keeps_the_emitted_call() -> None:
     (done,) = of_type(drive.read(), "response.done")
     assert "dropped_tool_calls" not in done
     assert [c.call_id for c in drive.session.tools.pending()] == ["c1"]
+
+
+def test_usage_counts_each_round_by_its_own_engine_count() -> None:
+    """An upstream's usage may count more tokens than its chunks showed, in every round."""
+    drive = Driver(tools=[WEATHER])
+    effects = drive.send(type="response.create", input="hello")
+    (first,) = [e for e in effects if isinstance(e, StartGeneration)]
+    response = first.response_id
+    drive.feed(GenerationStarted(response, 3))
+    # Round 1: the call's chunks carry 2 tokens; the engine counted 7 for the request.
+    drive.fragment(response, "c1", PARIS)
+    drive.fragment(response, "c1", complete=True)
+    drive.feed(EngineFinished(response, FinishReason.TOOL_CALLS), EngineCounts(3, 7))
+    drive.send(type="tool.result", call_id="c1", output={"t": 1})
+    effects = drive.feed(ToolResultStored("c1", ResultOutcome.APPLIED, {"t": 1}, None, None))
+    (start,) = [e for e in effects if isinstance(e, StartGeneration)]
+    drive.feed(GenerationStarted(response, 9))
+    # Round 2: 3 chunks of text; the engine counted 4 (its end token).
+    for word in ("it ", "is ", "warm"):
+        drive.output(response, word)
+    drive.feed(EngineFinished(response, FinishReason.STOP), EngineCounts(9, 4))
+    (done,) = of_type(drive.read(), "response.done")
+    assert done["usage"]["output_tokens_generated"] == 7 + 4
+    assert drive.session.usage.output_tokens_generated == 7 + 4
+    # The next round's budget is what the first left by the engine's count.
+    assert start.request.max_output_tokens == first.request.max_output_tokens - 7
