@@ -28,7 +28,7 @@ def redis_url(redis_server: RedisServer) -> str:
 def llama_server() -> Iterator[LlamaServerProcess]:
     """One real llama.cpp server (SmolLM2, one thread, two slots) for the test session.
 
-    It serves with the tools-capable template of ``tests/fixtures/chat_templates/``.
+    It serves with the shipped tools-capable template (``--local-chat-template tools``).
 
     ``llama_server.base_url`` is the API root for the openai engine; ``slots()``,
     ``busy()``, ``wait_idle()`` and ``log()`` look inside it. Share it; don't kill it

@@ -18,11 +18,12 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.processes import ROOT, cli_env
+from tests.processes import cli_env
 from tests.redis_server import free_port
+from wsserver.engine.local_tools import tools_template_path
 
-TOOLS_TEMPLATE = ROOT / "tests" / "fixtures" / "chat_templates" / "chatml_tools.jinja"
-"""A tools-capable ChatML template (see the README beside it)."""
+TOOLS_TEMPLATE = Path(tools_template_path())
+"""The shipped tools-capable ChatML template (``--local-chat-template tools``)."""
 
 
 class LlamaServerProcess:

@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 from abc import ABC, abstractmethod
 from types import TracebackType
 
 import psutil
+
+
+def free_port() -> int:
+    """A free loopback port, for a subprocess to listen on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def cpu_seconds(process: psutil.Process) -> float:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 
-from loadtest.common.processes import ChildProcess
+from loadtest.common.processes import ChildProcess, free_port
 
 
 class RedisFailed(RuntimeError):
@@ -37,18 +37,12 @@ def redis_binary() -> str:
     return str(binary)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class RedisProcess(ChildProcess):
     """One redis-server subprocess; ``with`` stops it (SIGTERM, then SIGKILL, by pid)."""
 
     def __init__(self, log_dir: Path) -> None:
         super().__init__("redis")
-        self.port = _free_port()
+        self.port = free_port()
         self.log_path = log_dir / f"redis-{self.port}.log"
 
     @property

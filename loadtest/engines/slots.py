@@ -7,14 +7,15 @@ import time
 
 import httpx
 
+from wsserver.engine.http_auth import bearer_header
+
 POLL_S = 0.01
 """Between two looks at ``/slots`` (each is one loopback request the server answers)."""
 
 
 async def busy_slots(client: httpx.AsyncClient, address: str, key: str) -> int:
     """Slots decoding now (the embedded server wants its API key)."""
-    headers = {"Authorization": f"Bearer {key}"}
-    answer = await client.get(address + "/slots", headers=headers, timeout=10)
+    answer = await client.get(address + "/slots", headers=bearer_header(key), timeout=10)
     answer.raise_for_status()
     return sum(1 for slot in answer.json() if slot.get("is_processing"))
 

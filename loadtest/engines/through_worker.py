@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import secrets
-import socket
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 import httpx
 
+from loadtest.common.processes import free_port
 from loadtest.common.servers import ServerProcess
 from loadtest.engines.config import QUESTIONS, EnginesConfig
 from loadtest.engines.direct import STORY
@@ -27,13 +27,6 @@ from wsserver.client import SessionClient
 LOCAL_KEY = secrets.token_urlsafe(24)
 """The embedded server's API key, given to the worker (--local-api-key-env) so that its
 ``/slots`` can be read."""
-
-
-def free_port() -> int:
-    """A free loopback port (for the worker's llama.cpp server)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def start_worker(

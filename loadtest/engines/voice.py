@@ -44,13 +44,9 @@ VOICE_FLAGS = ("--stt=whisper", "--tts=piper")
 
 def spoken(text: str) -> bytes:
     """``text`` spoken by the pipeline's piper voice, as PCM16 mono at 16 kHz."""
-    from wsserver.engine.pipeline.pcm import Resampler
-    from wsserver.engine.pipeline.piper_voice import load_voice
+    from wsserver.engine.pipeline.piper_voice import spoken_pcm
 
-    voice = load_voice()
-    resampler = Resampler(int(voice.config.sample_rate), RATE)
-    audio = b"".join(resampler.feed(chunk.audio_int16_bytes) for chunk in voice.synthesize(text))
-    return audio + resampler.feed(b"", last=True)
+    return spoken_pcm(text, RATE)
 
 
 def _question(number: int, turn: int, questions: tuple[str, ...] = SPOKEN_QUESTIONS) -> str:

@@ -41,17 +41,11 @@ def whisper_model() -> Any:
 def spoken(text: str, rate: int = 16000) -> bytes:
     """``text`` spoken by piper, as PCM16 mono at ``rate`` (made at test time, cached,
     the same in every run)."""
-    from piper.config import SynthesisConfig
+    piper_voice()  # skips without the voice extra
+    from wsserver.engine.pipeline.piper_voice import spoken_pcm
 
-    from wsserver.engine.pipeline.pcm import Resampler
-
-    voice = piper_voice()
-    resampler = Resampler(int(voice.config.sample_rate), rate)
     # Without sampling noise: the same words are the same audio in every run.
-    steady = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    chunks = voice.synthesize(text, steady)
-    audio = b"".join(resampler.feed(chunk.audio_int16_bytes) for chunk in chunks)
-    return audio + resampler.feed(b"", last=True)
+    return spoken_pcm(text, rate, steady=True)
 
 
 def words(text: str) -> list[str]:

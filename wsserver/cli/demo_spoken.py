@@ -17,13 +17,9 @@ QUESTION = "What do bees make?"
 
 def _spoken(text: str) -> bytes:
     """``text`` in piper's voice, PCM16 mono at :data:`RATE` (the pipeline's own voice)."""
-    from wsserver.engine.pipeline.pcm import Resampler
-    from wsserver.engine.pipeline.piper_voice import load_voice
+    from wsserver.engine.pipeline.piper_voice import spoken_pcm
 
-    voice = load_voice()
-    resampler = Resampler(int(voice.config.sample_rate), RATE)
-    audio = b"".join(resampler.feed(chunk.audio_int16_bytes) for chunk in voice.synthesize(text))
-    return audio + resampler.feed(b"", last=True)
+    return spoken_pcm(text, RATE)
 
 
 async def spoken_turn_demo(url: str, max_output_tokens: int) -> None:

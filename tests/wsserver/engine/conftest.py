@@ -1,19 +1,12 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.llama_server import LlamaServerProcess
-from wsserver.engine.local_tools import tools_template_path
 
 
-@pytest.fixture(scope="session")
-def tools_llama_address() -> Iterator[str]:
-    """llama.cpp's server on SmolLM2 with the shipped tools template (one thread, one
-    slot): the shared ``llama_server`` runs the model's own template."""
-    pytest.importorskip("xllamacpp")
-    server = LlamaServerProcess(parallel=1, extra=("--chat-template", tools_template_path()))
-    server.start()
-    yield server.address
-    server.stop()
+@pytest.fixture
+def tools_llama_address(llama_server: LlamaServerProcess) -> str:
+    """llama.cpp's server on SmolLM2 with the shipped tools template: the session's
+    shared ``llama_server`` serves with it."""
+    return llama_server.address

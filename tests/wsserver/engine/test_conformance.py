@@ -1,5 +1,6 @@
-"""The Engine contract, run against every engine: the simulated one, and the OpenAI
-engine in front of a real llama.cpp server (SmolLM2, shared by the test session).
+"""The Engine contract, run against every engine: the simulated one, the OpenAI
+engine in front of a real llama.cpp server (SmolLM2, shared by the test session), and
+the voice pipeline speaking the simulated LLM's answers with real piper.
 
 Each engine answers a plain request with ``answer_tokens`` one-token chunks and one
 finish (the simulated engine stops by itself after 30; a real model can't promise a
@@ -7,6 +8,13 @@ length, so it is asked for a long story and cut by ``max_tokens`` at 12), and ta
 requests at once. "Nothing more" is checked behind a barrier: another request
 submitted after the event and run to its end, so the engine had every chance to
 misbehave.
+
+The pipeline's plain request asks for a spoken answer (``audio_output``), so its own
+generation is under the contract: its chunks are 100 ms pieces of piper's audio, each
+with the words that start in it, and a clause's LLM tokens ride on its first piece.
+Counts are therefore tokens (``OutputChunk.tokens``), not chunks, and the pipeline's
+``generated_tokens`` is the LLM's own count, which may run ahead of what was delivered
+(a clause's text waits for its audio).
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from protocol.conversation import Turn
+from tests.wsserver.speech_models import piper_voice
 from wsserver.engine.base import (
     Engine,
     EngineOverloaded,
@@ -29,7 +38,8 @@ from wsserver.engine.base import (
 )
 from wsserver.engine.openai.config import OpenAIEngineConfig
 from wsserver.engine.openai.engine import OpenAICompatibleEngine
-from wsserver.engine.pipeline.engine import PipelineEngine
+from wsserver.engine.pipeline.clauses import ClauseLimits
+from wsserver.engine.pipeline.engine import PipelineConfig, PipelineEngine
 from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
 CAPACITY = 4
@@ -45,22 +55,27 @@ class Subject:
     """How a plain request ends."""
     prompt: str = "hello"
     max_tokens: int = 1000
+    audio_output: bool = False
+    """The plain request asks for a spoken answer."""
+    llm_generated: Callable[[str], int] | None = None
+    """The LLM's own count of a request's tokens, for an engine that delivers them
+    later than they are generated (the pipeline); unset: each chunk is one token, and
+    what was generated is what was delivered."""
 
 
 # Every engine runs this suite.
 @pytest.fixture(params=["simulated", "openai", "pipeline"])
 async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
     implementation: Engine
-    if request.param in ("simulated", "pipeline"):
+    if request.param == "simulated":
         config = SimulatedEngineConfig(
             decode_rate=500, slots=2, max_queue=CAPACITY - 2, answer_tokens=30
         )
         implementation = SimulatedEngine(config)
-        if request.param == "pipeline":
-            # The voice pipeline over the simulated LLM, with no speech parts: the suite's
-            # text requests go through it to the LLM (its spoken requests: pipeline/).
-            implementation = PipelineEngine(implementation)
         chosen = Subject(implementation, 30, FinishReason.STOP)
+    elif request.param == "pipeline":
+        chosen = _pipeline()
+        implementation = chosen.engine
     else:
         llama = request.getfixturevalue("llama_server")
         upstream = OpenAIEngineConfig(
@@ -73,6 +88,32 @@ async def subject(request: pytest.FixtureRequest) -> AsyncIterator[Subject]:
     await implementation.start()
     yield chosen
     await implementation.close()
+
+
+def _pipeline() -> Subject:
+    """The voice pipeline speaking the simulated LLM's answers with piper (loaded once
+    per test process): ten tokens, about 50 characters without punctuation, cut into
+    clauses of at most 24 characters, so an answer is three syntheses and about 30
+    pieces of audio."""
+    voice = piper_voice()  # skips without the voice extra, which the import below needs
+    from wsserver.engine.pipeline.piper_voice import PiperTextToSpeech
+
+    # At 50 tokens/s the LLM is still writing when the first clause's audio leaves, so
+    # an abort then must stop it too.
+    config = SimulatedEngineConfig(
+        decode_rate=50, slots=2, max_queue=CAPACITY - 2, answer_tokens=10
+    )
+    llm = SimulatedEngine(config)
+    clauses = ClauseLimits(max_chars=24, first_max_chars=24)
+    tts = PiperTextToSpeech(voice, steady=True)
+    pipeline = PipelineEngine(llm, tts=tts, config=PipelineConfig(clauses=clauses))
+    return Subject(
+        pipeline,
+        10,
+        FinishReason.STOP,
+        audio_output=True,
+        llm_generated=lambda rid: llm.generated_by_request[rid],
+    )
 
 
 @pytest.fixture
@@ -97,7 +138,31 @@ def _request(rid: str, text: str | None = None, max_tokens: int | None = None) -
         rid,
         [Turn("user", text or subject.prompt)],
         max_tokens if max_tokens is not None else subject.max_tokens,
+        audio_output=subject.audio_output,
     )
+
+
+def _tokens(chunks: list[OutputChunk]) -> int:
+    """Tokens delivered by ``chunks``."""
+    return sum(chunk.tokens for chunk in chunks)
+
+
+def _check_chunks(subject: Subject, chunks: list[OutputChunk]) -> None:
+    """Each chunk is what the engine promises: one token of text, or a piece of audio."""
+    if subject.audio_output:
+        assert all(chunk.audio and chunk.audio_ms > 0 for chunk in chunks), "a piece without audio"
+    else:
+        assert all(chunk.tokens == 1 for chunk in chunks), "a chunk that is not one token"
+
+
+def _check_generated(subject: Subject, generation: Generation, rid: str, delivered: int) -> None:
+    """``generated_tokens`` adds up: what was delivered, or (delivered later than
+    generated) at least that and the LLM's own count."""
+    if subject.llm_generated is None:
+        assert generation.generated_tokens == delivered
+    else:
+        assert generation.generated_tokens >= delivered
+        assert generation.generated_tokens == subject.llm_generated(rid)
 
 
 @dataclass
@@ -140,21 +205,32 @@ async def test_chunks_then_exactly_one_finish(engine: Engine, subject: Subject) 
     await _run_to_end(engine, "barrier-2")
     assert sink.finishes == [subject.finish]
     assert sink.calls[-1] is subject.finish, "output after the finish"
-    assert len(sink.chunks) == subject.answer_tokens
+    _check_chunks(subject, sink.chunks)
+    assert _tokens(sink.chunks) == subject.answer_tokens
     assert generation.finish_reason is subject.finish
 
 
-async def test_abort_stops_output_at_once_and_reports_nothing_more(engine: Engine) -> None:
+async def test_abort_stops_output_at_once_and_reports_nothing_more(
+    engine: Engine, subject: Subject
+) -> None:
     generations: list[Generation] = []
+    at_abort: list[int] = []
+
+    def abort_on_the_third(count: int) -> None:
+        if count == 3:
+            generations[0].abort()
+            at_abort.append(generations[0].generated_tokens)
+
     # Aborted from inside the sink, on its third chunk: not one more chunk may come.
-    sink = RecordingSink(on_chunk=lambda count: generations[0].abort() if count == 3 else None)
+    sink = RecordingSink(on_chunk=abort_on_the_third)
     generations.append(engine.submit(_request("a"), sink))
     await _run_to_end(engine, "barrier")
     assert len(sink.chunks) == 3
     assert sink.finishes == [], "an aborted request reports no finish"
     generation = generations[0]
     assert generation.finish_reason is FinishReason.ABORTED
-    assert generation.generated_tokens == 3
+    _check_generated(subject, generation, "a", _tokens(sink.chunks))
+    assert generation.generated_tokens == at_abort[0], "generated after the abort"
 
 
 async def test_abort_between_steps_and_after_the_finish(engine: Engine, subject: Subject) -> None:
@@ -164,11 +240,12 @@ async def test_abort_between_steps_and_after_the_finish(engine: Engine, subject:
     await asyncio.wait_for(started.wait(), 5)
     # Aborted from outside, between two steps: what was pushed by now is all there is.
     generation.abort()
-    pushed = len(sink.chunks)
+    pushed, at_abort = len(sink.chunks), generation.generated_tokens
     await _run_to_end(engine, "barrier")
     assert len(sink.chunks) == pushed
     assert sink.finishes == []
-    assert generation.generated_tokens == pushed
+    _check_generated(subject, generation, "a", _tokens(sink.chunks))
+    assert generation.generated_tokens == at_abort, "generated after the abort"
     assert generation.finish_reason is FinishReason.ABORTED
     # Aborting a finished request changes nothing.
     done, _ = await _run_to_end(engine, "b")
@@ -185,11 +262,12 @@ async def test_overload_raises_engine_overloaded(engine: Engine) -> None:
     engine.submit(_request("now it fits"), RecordingSink())
 
 
-async def test_a_length_limited_answer_ends_with_length(engine: Engine) -> None:
+async def test_a_length_limited_answer_ends_with_length(engine: Engine, subject: Subject) -> None:
     sink = QueueSink()
     generation = engine.submit(_request("a", max_tokens=5), sink)
     chunks = [chunk async for chunk in sink.chunks(timeout=30)]
-    assert len(chunks) == 5
+    _check_chunks(subject, chunks)
+    assert _tokens(chunks) == 5
     assert sink.finish_reason is FinishReason.LENGTH
     assert generation.generated_tokens == 5
 
@@ -200,7 +278,7 @@ async def test_token_counts(engine: Engine, subject: Subject) -> None:
     assert 0 < short.input_tokens < long.input_tokens
     generation, chunks = await _run_to_end(engine, "counted")
     answer = subject.answer_tokens
-    assert generation.generated_tokens == sum(chunk.tokens for chunk in chunks) == answer
+    assert generation.generated_tokens == _tokens(chunks) == answer
     assert engine.stats()["tokens_generated"] >= answer
 
 
@@ -213,7 +291,7 @@ async def test_a_failing_sink_ends_its_request_with_error(engine: Engine, subjec
     sink = Failing()
     generation = engine.submit(_request("a"), sink)
     _, chunks = await _run_to_end(engine, "others go on")
-    assert len(chunks) == subject.answer_tokens
+    assert _tokens(chunks) == subject.answer_tokens
     assert len(sink.chunks) == 1
     assert sink.finishes == [FinishReason.ERROR]
     assert generation.finish_reason is FinishReason.ABORTED

@@ -17,6 +17,7 @@ import httpx
 
 from protocol.generation import GenerationRequest
 from wsserver.engine.base import EngineOverloaded, GenerationSink
+from wsserver.engine.http_auth import bearer_header
 from wsserver.engine.openai.config import OpenAIEngineConfig
 from wsserver.engine.openai.generation import OpenAIGeneration
 
@@ -51,9 +52,7 @@ class OpenAICompatibleEngine:
         if self._client is not None:
             return
         config = self.config
-        headers = {"Accept": "text/event-stream"}
-        if config.api_key:
-            headers["Authorization"] = f"Bearer {config.api_key}"
+        headers = {"Accept": "text/event-stream", **bearer_header(config.api_key)}
         # Read timeouts are the generation's own (first token, between chunks): httpx's
         # would count prefill as silence.
         timeout = httpx.Timeout(

@@ -74,13 +74,7 @@ class PiperTextToSpeech:
     def __init__(self, voice: Any | None = None, *, threads: int = 1, steady: bool = False) -> None:
         self._voice = voice if voice is not None else load_voice(threads=threads)
         self._thread = ModelThread("piper")
-        self._config: Any = None
-        if steady:
-            from piper.config import SynthesisConfig
-
-            # No sampling noise: the same text always gets the same audio (tests,
-            # reproducible timings); by default the voice varies a little, as it was trained.
-            self._config = SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+        self._config = _synthesis_config(steady)
 
     @property
     def native_rate(self) -> int:
@@ -103,16 +97,39 @@ class PiperTextToSpeech:
             raise TextToSpeechError(f"piper failed: {exc}") from exc
 
     def _audio(self, text: str, sample_rate: int) -> Iterator[bytes]:
-        """Runs in the voice's thread: synthesize and resample sentence by sentence."""
-        resampler = Resampler(self.native_rate, sample_rate)
-        for chunk in self._voice.synthesize(text, self._config):
-            out = resampler.feed(chunk.audio_int16_bytes)
-            if out:
-                yield out
-        tail = resampler.feed(b"", last=True)
-        if tail:
-            yield tail
+        """Runs in the voice's thread."""
+        return _sentences(self._voice, self._config, text, sample_rate)
 
     async def close(self) -> None:
         """Stop the voice's thread (the voice stays loaded for the process)."""
         self._thread.close()
+
+
+def spoken_pcm(text: str, sample_rate: int, *, steady: bool = False) -> bytes:
+    """``text`` spoken whole by the pinned voice, PCM16 mono at ``sample_rate`` (blocking:
+    for a demo or a benchmark that needs a spoken question)."""
+    voice = load_voice()
+    return b"".join(_sentences(voice, _synthesis_config(steady), text, sample_rate))
+
+
+def _synthesis_config(steady: bool) -> Any:
+    """Piper's synthesis settings: its defaults, or ``steady``: no sampling noise, so the
+    same text always gets the same audio (tests, reproducible timings); by default the
+    voice varies a little, as it was trained."""
+    if not steady:
+        return None
+    from piper.config import SynthesisConfig
+
+    return SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
+
+
+def _sentences(voice: Any, config: Any, text: str, sample_rate: int) -> Iterator[bytes]:
+    """Synthesize and resample sentence by sentence."""
+    resampler = Resampler(int(voice.config.sample_rate), sample_rate)
+    for chunk in voice.synthesize(text, config):
+        out = resampler.feed(chunk.audio_int16_bytes)
+        if out:
+            yield out
+    tail = resampler.feed(b"", last=True)
+    if tail:
+        yield tail

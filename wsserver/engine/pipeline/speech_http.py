@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 
+from wsserver.engine.http_auth import bearer_header
 from wsserver.engine.pipeline.errors import PipelineError
 
 
@@ -26,10 +27,12 @@ class SpeechEndpoint:
 
     def client(self) -> httpx.AsyncClient:
         """An HTTP client for this server (loopback or remote; no proxies from the env)."""
-        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
         timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
         return httpx.AsyncClient(
-            base_url=self.base_url.rstrip("/"), headers=headers, timeout=timeout, trust_env=False
+            base_url=self.base_url.rstrip("/"),
+            headers=bearer_header(self.api_key),
+            timeout=timeout,
+            trust_env=False,
         )
 
 
