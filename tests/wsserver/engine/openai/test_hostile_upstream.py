@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -30,7 +31,7 @@ def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> by
     return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
-async def _against(body: list[bytes | float], **options: Any) -> Outcome:
+async def _against(body: Sequence[bytes | float], **options: Any) -> Outcome:
     server = await StandIn([Reply(body)]).start()
     try:
         async with openai_engine(server.base_url, retries=0, **options) as engine:
@@ -131,7 +132,10 @@ async def test_reasoning_that_never_ends_is_cut() -> None:
     # Found: reasoning text counts toward no cap and resets the deadline, so a model that
     # reasons forever (or an upstream that says it does) holds the request forever.
     reasoning = _chunk({"reasoning_content": "hmm " * 1000})
-    outcome = await _against([TEXT[0], *[reasoning, 0.01] * 5000], chunk_timeout=0.5)
+    body: list[bytes | float] = [TEXT[0]]
+    for _ in range(5000):
+        body += [reasoning, 0.01]
+    outcome = await _against(body, chunk_timeout=0.5)
     assert outcome.finish in {FinishReason.UPSTREAM_ERROR, FinishReason.LENGTH}
 
 
