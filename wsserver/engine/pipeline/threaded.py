@@ -40,6 +40,8 @@ class ModelThread:
                 loop.call_soon_threadsafe(queue.put_nowait, item)
 
         def work() -> None:
+            if stop.is_set():
+                return  # abandoned while queued behind another call: never start it
             try:
                 for item in make():
                     if stop.is_set():
