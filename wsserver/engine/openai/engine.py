@@ -51,7 +51,8 @@ class OpenAICompatibleEngine:
         if self._client is not None:
             return
         config = self.config
-        headers = {"Accept": "text/event-stream"}
+        # The stream is read raw (aiter_raw, bounded): ask for it uncompressed.
+        headers = {"Accept": "text/event-stream", "Accept-Encoding": "identity"}
         if config.api_key:
             headers["Authorization"] = f"Bearer {config.api_key}"
         # Read timeouts are the generation's own (first token, between chunks): httpx's
