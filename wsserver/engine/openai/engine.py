@@ -52,7 +52,12 @@ class OpenAICompatibleEngine:
         if self._client is not None:
             return
         config = self.config
-        headers = {"Accept": "text/event-stream", **bearer_header(config.api_key)}
+        # The stream is read raw (aiter_raw, bounded): ask for it uncompressed.
+        headers = {
+            "Accept": "text/event-stream",
+            "Accept-Encoding": "identity",
+            **bearer_header(config.api_key),
+        }
         # Read timeouts are the generation's own (first token, between chunks): httpx's
         # would count prefill as silence.
         timeout = httpx.Timeout(

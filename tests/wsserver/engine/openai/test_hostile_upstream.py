@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -144,3 +145,23 @@ async def test_the_stand_in_finishes_cleanly() -> None:
     outcome = await _against(TEXT)
     assert outcome.finish is FinishReason.STOP
     await asyncio.sleep(0)
+
+
+async def test_a_stream_is_never_asked_for_in_a_compression_it_is_read_without() -> None:
+    # Found: the client advertised "Accept-Encoding: gzip, deflate" (httpx's default) but
+    # reads the stream undecoded, so an upstream or proxy that honours it (nginx with
+    # gzip on for text/event-stream) failed every request ("not utf-8").
+    compressor = zlib.compressobj(wbits=31)
+    gzipped = compressor.compress(b"".join(TEXT)) + compressor.flush()
+    gzip_headers = {"Content-Type": "text/event-stream", "Content-Encoding": "gzip"}
+    server = await StandIn([Reply([gzipped], headers=gzip_headers)]).start()
+    try:
+        async with openai_engine(server.base_url, retries=0) as engine:
+            outcome = await run(engine, ask(max_tokens=64), timeout=20)
+    finally:
+        await server.stop()
+    accepted = server.headers[0].get("accept-encoding", "")
+    if "gzip" in accepted:
+        # It asked for gzip: it must read gzip (this stand-in always compresses).
+        assert outcome.finish is FinishReason.STOP
+        assert outcome.text == "The capital of France is Paris."
