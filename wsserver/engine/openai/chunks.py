@@ -6,9 +6,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from wsserver.engine.openai.errors import UpstreamFailure, UpstreamProtocolError
+from protocol.unicode_text import valid_text
+from wsserver.engine.openai.errors import UpstreamFailure, UpstreamProtocolError, sanitize
 
 DONE = "[DONE]"
+
+MAX_PROMPT_TOKENS = 1 << 24
+"""A prompt count past any model's context is not believed (it would reach the client's
+``response.done`` and the usage ledger as sent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,8 +30,12 @@ class ChunkDelta:
     completion_tokens: int | None = None
 
 
-def parse_chunk(data: str) -> ChunkDelta:
-    """``data`` of one event as a :class:`ChunkDelta`; an in-stream error raises."""
+def parse_chunk(data: str, secret: str | None = None) -> ChunkDelta:
+    """``data`` of one event as a :class:`ChunkDelta`; an in-stream error raises.
+
+    Text comes out valid Unicode (a lone surrogate, which JSON can spell, replaced);
+    an error's message comes out clean and without ``secret``.
+    """
     try:
         chunk = json.loads(data)
     except (ValueError, RecursionError) as exc:
@@ -37,11 +46,13 @@ def parse_chunk(data: str) -> ChunkDelta:
     if error is not None:
         # llama.cpp and vLLM report a failure that happens mid-stream as an event.
         message = error.get("message") if isinstance(error, dict) else error
-        raise UpstreamFailure(f"upstream reported an error: {message}")
+        raise UpstreamFailure(f"upstream reported an error: {sanitize(str(message), secret)}")
     prompt_tokens = completion_tokens = None
     usage = chunk.get("usage")
     if isinstance(usage, dict):
         prompt_tokens = _count(usage.get("prompt_tokens"))
+        if prompt_tokens is not None and prompt_tokens > MAX_PROMPT_TOKENS:
+            prompt_tokens = None
         completion_tokens = _count(usage.get("completion_tokens"))
     choices = chunk.get("choices")
     if not choices:
@@ -58,7 +69,7 @@ def parse_chunk(data: str) -> ChunkDelta:
     finish = choice.get("finish_reason")
     reasoning = delta.get("reasoning_content") or delta.get("reasoning")
     return ChunkDelta(
-        content=content or "",
+        content=valid_text(content) if content else "",
         thinking=isinstance(reasoning, str) and bool(reasoning),
         tool_calls=delta.get("tool_calls") or None,
         finish_reason=finish if isinstance(finish, str) else None,

@@ -35,6 +35,9 @@ _LENGTH_SLACK = 4
 _CHARS_PER_TOKEN = 128
 """Text allowed per token of the cap (a token is a few characters; servers under load
 merge several tokens into one delta): past it an upstream is sending something else."""
+_IDLE_EVENTS = 64
+"""Events that carry nothing (a role, an empty delta) allowed beyond one per token of
+the cap: an upstream that sends only those is stuck or hostile."""
 
 
 class GenerationHost(Protocol):
@@ -101,6 +104,10 @@ class OpenAIGeneration:
         """Output reached the sink: from here on, no retry."""
         self._thinking = False
         """Reasoning arrived: the first-token deadline gives way to the chunk timeout."""
+        self._progressed = False
+        """An event said something since the deadline was last moved."""
+        self._events = 0
+        """Events of the attempt that carried no text and no call (role, reasoning, empty)."""
         self._upstream_finish: str | None = None
         digest = hashlib.sha256(request.request_id.encode()).hexdigest()[:16]
         self._tools = ToolCallAssembler(f"call_{digest}", engine.config.max_tool_arguments_bytes)
@@ -198,7 +205,10 @@ class OpenAIGeneration:
                         async for raw in response.aiter_raw():
                             for data in parser.feed(raw):
                                 self._event(data)
-                            if self._started or self._thinking:
+                            # Only an event moves the deadline: keep-alive comments and a
+                            # line trickling in byte by byte are silence.
+                            if self._progressed and (self._started or self._thinking):
+                                self._progressed = False
                                 deadline.reschedule(loop.time() + config.chunk_timeout)
                         for data in parser.close():
                             self._event(data)
@@ -225,20 +235,33 @@ class OpenAIGeneration:
             self._upstream_finish = None
             self._usage_tokens = None
             self._thinking = False
+            self._events = 0
 
     def _event(self, data: str) -> None:
         if data == DONE:
             raise _Ended
-        delta = parse_chunk(data)
+        delta = parse_chunk(data, self._engine.config.api_key)
+        self._progressed = True
         self._take(delta)
 
     def _take(self, delta: ChunkDelta) -> None:
         if delta.prompt_tokens is not None:
             self._input_tokens = delta.prompt_tokens
+        cap = self.request.max_output_tokens + _LENGTH_SLACK
         if delta.completion_tokens is not None:
-            self._usage_tokens = delta.completion_tokens
+            # Not more than was asked for: a count past it is not believed.
+            self._usage_tokens = min(delta.completion_tokens, cap)
         if delta.thinking:
             self._thinking = True
+        if self._upstream_finish is not None:
+            return  # after its finish an answer says nothing more (only its usage counts)
+        if not delta.content and delta.tool_calls is None:
+            # Reasoning counts against the cap as servers count it (and a model that
+            # reasons forever is cut); so do events that say nothing at all.
+            self._events += 1
+            if self._events > cap + _IDLE_EVENTS:
+                self._upstream_finish = "length"
+                raise _Ended
         if delta.content:
             self._chars += len(delta.content)
             if self._chars > (self.request.max_output_tokens + _LENGTH_SLACK) * _CHARS_PER_TOKEN:

@@ -19,12 +19,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from protocol.generation import ToolCallFragment
+from protocol.unicode_text import valid_text
 from wsserver.engine.openai.errors import UpstreamProtocolError
 
 
 @dataclass(slots=True)
 class _Call:
     key: int
+    position: int = 0
+    """Where it is in the turn's calls (names a call the upstream gave no id)."""
     call_id: str = ""
     name: str = ""
     held: str = ""
@@ -32,6 +35,20 @@ class _Call:
     announced: bool = False
     complete: bool = False
     size: int = 0
+
+
+MAX_CALLS_PER_TURN = 128
+"""Calls one turn may make; past it the answer fails (each call is a client round trip,
+and a turn of thousands is an upstream gone wrong)."""
+
+
+MAX_ID_CHARS = 128
+"""An upstream's call id longer than this, or with characters that are not printable, is
+replaced by one of ours (ids reach the client's events and its results' keys)."""
+
+
+def _usable_id(call_id: str) -> bool:
+    return 0 < len(call_id) <= MAX_ID_CHARS and call_id.isprintable() and call_id.isascii()
 
 
 class ToolCallAssembler:
@@ -43,6 +60,7 @@ class ToolCallAssembler:
         self._calls: dict[int, _Call] = {}
         self._order: list[_Call] = []
         self._unindexed = -1
+        self._ids: set[str] = set()
 
     @property
     def any(self) -> bool:
@@ -76,13 +94,16 @@ class ToolCallAssembler:
         if arguments is not None and not isinstance(arguments, str):
             # Some servers send the arguments as an object rather than JSON text.
             arguments = json.dumps(arguments)
+        if isinstance(arguments, str):
+            arguments = valid_text(arguments)
         call = self._call_for(entry.get("index"), entry.get("id"), name, out)
         if call.complete:
             raise UpstreamProtocolError("upstream sent more of a tool call after it ended")
-        if isinstance(entry.get("id"), str) and entry["id"] and not call.call_id:
-            call.call_id = entry["id"]
+        call_id = entry.get("id")
+        if isinstance(call_id, str) and _usable_id(call_id) and not call.call_id:
+            self._own_id(call, call_id)
         if isinstance(name, str) and name and not call.name:
-            call.name = name
+            call.name = valid_text(name)
         if arguments:
             call.size += len(arguments)
             if call.size > self._limit:
@@ -104,11 +125,15 @@ class ToolCallAssembler:
             self._unindexed -= 1
         call = self._calls.get(index)
         if call is None:
+            if len(self._order) >= MAX_CALLS_PER_TURN:
+                raise UpstreamProtocolError(
+                    f"upstream sent more than {MAX_CALLS_PER_TURN} tool calls in one turn"
+                )
             # A later call started: the earlier ones are whole (servers write calls one
             # after the other), so the session core may validate them now.
-            for earlier in self._order:
-                self._complete(earlier, out)
-            call = _Call(index)
+            if self._order:
+                self._complete(self._order[-1], out)  # only the latest can be open
+            call = _Call(index, position=len(self._order))
             self._calls[index] = call
             self._order.append(call)
         return call
@@ -117,11 +142,19 @@ class ToolCallAssembler:
         if not call.name:
             return  # nothing can be said of a call before its name
         if not call.call_id:
-            call.call_id = f"{self._id_prefix}_{self._order.index(call)}"
+            self._own_id(call, f"{self._id_prefix}_{call.position}")
         if call.held or not call.announced:
             out.append(ToolCallFragment(call.call_id, call.name, call.held))
             call.held = ""
             call.announced = True
+
+    def _own_id(self, call: _Call, call_id: str) -> None:
+        # Results are keyed by call id: a second call with the same one could never be
+        # answered (and the first's result would be taken for it).
+        if call_id in self._ids:
+            raise UpstreamProtocolError("upstream sent two tool calls with one id")
+        self._ids.add(call_id)
+        call.call_id = call_id
 
     def _complete(self, call: _Call, out: list[ToolCallFragment]) -> None:
         if call.complete:

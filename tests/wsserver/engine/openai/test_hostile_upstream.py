@@ -165,3 +165,11 @@ async def test_a_stream_is_never_asked_for_in_a_compression_it_is_read_without()
         # It asked for gzip: it must read gzip (this stand-in always compresses).
         assert outcome.finish is FinishReason.STOP
         assert outcome.text == "The capital of France is Paris."
+
+
+async def test_text_after_the_finish_is_not_delivered() -> None:
+    # Found: content sent after finish_reason reached the client as part of the answer.
+    after = _chunk({"content": " and more after the end"})
+    outcome = await _against([*TEXT[:FIRST_TOKEN], _chunk({}, "stop"), after])
+    assert outcome.finish is FinishReason.STOP
+    assert "after the end" not in "".join(chunk.text for chunk in outcome.chunks)

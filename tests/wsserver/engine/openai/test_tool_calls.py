@@ -150,3 +150,20 @@ def test_huge_arguments_are_refused_at_the_bound() -> None:
     with pytest.raises(UpstreamProtocolError, match="longer than 1000"):
         for _ in range(20):
             assembler.feed([{"index": 0, "function": {"arguments": "x" * 100}}])
+
+
+@pytest.mark.parametrize("odd", ["a\nb\x00", "x" * 129, "caf\u00e9", ""])
+def test_an_id_that_cannot_name_a_call_is_replaced_by_ours(odd: str) -> None:
+    # Ids reach the client's events (and an error's text); a control character, a huge
+    # id or one a client could not type back is not passed on.
+    out = _fragments(
+        ToolCallAssembler("call_x"), [{"index": 0, "id": odd, "function": {"name": "f"}}]
+    )
+    assert {fragment.call_id for fragment in out} == {"call_x_0"}
+
+
+def test_text_in_a_tool_call_is_made_valid_unicode() -> None:
+    entry = {"index": 0, "id": "a", "function": {"name": "f\ud800", "arguments": '{"q": "\udfff"}'}}
+    out = _fragments(ToolCallAssembler("call_x"), [entry])
+    for fragment in out:
+        (fragment.name + fragment.arguments).encode("utf-8")

@@ -1,0 +1,25 @@
+"""Text from outside made encodable: lone surrogates replaced.
+
+JSON may spell a lone surrogate (``"\\ud800"``); ``json.loads`` then gives a ``str``
+that no codec can write, and the session's JSON or msgpack encoder fails on it far from
+where it came in. Text an upstream or a speech server sends passes through
+:func:`valid_text` at that boundary, so everything inside is valid Unicode.
+"""
+
+from __future__ import annotations
+
+import re
+
+REPLACEMENT = "\ufffd"
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (itself when it has none)."""
+    if text.isascii():
+        return text  # the common case, one pass in C
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub(REPLACEMENT, text)
+    return text
