@@ -6,10 +6,11 @@ slots, threads and temperature), so it is the ``PipelineEngine`` over ``LocalEng
 with Whisper and piper that the worker runs, with a fresh llama.cpp server of its own.
 Each turn is submitted as the worker's session submits a committed spoken turn: the
 ``[audio N ms]`` placeholder as the user's turn, the same piper-made PCM16 (with the same
-trailing pause) as ``input_audio``, the same sample rate, ``audio_output=True``; the
-transcript then replaces the placeholder and the answer's text joins the history. The
-clock runs from the submit (the end of the input) to the final transcript, the first
-text and the first audio chunk.
+trailing pause) as ``input_audio``, the same sample rate, ``audio_output=True``, each
+turn submitted as long after the session's previous answer as its audio lasts (the
+worker's client streams it at real-time pace); the transcript then replaces the
+placeholder and the answer's text joins the history. The clock runs from the submit
+(the end of the input) to the final transcript, the first text and the first audio chunk.
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ async def _session(
     for turn in range(config.questions):
         said = question(number, turn) if questions is None else question(number, turn, questions)
         audio = turn_audio(speech[said])
+        # The worker's client streams a turn at real-time pace, so its sessions' turns end
+        # as long after they began as they last: so do these. Submitted at once, turns of
+        # concurrent sessions would all wait for Whisper together, as no worker sees them.
+        await asyncio.sleep(len(audio) / (2 * RATE))
         prompt.append(Turn("user", audio_turn_text(len(audio) * 500 // RATE)))
         request = GenerationRequest(
             f"voice-{number}-{turn}",
