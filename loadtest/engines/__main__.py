@@ -9,9 +9,12 @@ thread) and measures, in one run, on each path in turn (each with a fresh model 
    over a WebSocket, beside the same engine (:class:`LocalEngine`) called in process;
 2. interrupt: K answers cut after a few deltas: interrupt sent (or ``abort()`` called,
    direct) -> no slot of the llama.cpp server decoding (its ``/slots``, polled);
-3. voice (``--stt whisper --tts piper``): V concurrent voice sessions speak a question
-   (made with piper); the end of the speech -> the first answer audio, beside the TTFT
-   of the same LLM.
+3. voice (``--stt whisper --tts piper``): V concurrent voice sessions speak questions
+   (made with piper) in manual turn mode: end of input -> first answer audio, and
+   transcript -> first audio, p50/p99, and the worker's added time to first audio,
+   beside the same pipeline (``PipelineEngine`` over ``LocalEngine``, built by
+   ``wsserver.worker.components`` from the worker's flags) given the same spoken turns
+   in process.
 
 It prints every figure beside its baseline and the ratio, and writes a JSON report.
 See ``loadtest/README.md``.
@@ -27,7 +30,7 @@ from typing import Any
 
 from loadtest.common.harness import run_benchmark
 from loadtest.common.servers import tail_on_error
-from loadtest.engines import direct, through_worker, voice
+from loadtest.engines import direct, direct_voice, through_worker, voice
 from loadtest.engines.config import EnginesConfig, build_parser, resolve_config
 from loadtest.engines.figures import build_figures, print_summary, summaries, warnings_for
 
@@ -48,12 +51,16 @@ def run(config: EnginesConfig, log_dir: Path) -> dict[str, Any]:
         for phase in cuts:
             results[phase] = {"worker": measured[phase], "direct": baseline[phase]}
     if "voice" in config.phases and config.voice_sessions:
+        speech = voice.speak_questions()  # once: piper's output varies between calls
+        print("[voice] pipeline called directly ...", flush=True)
+        voice_baseline = asyncio.run(direct_voice.measure_voice_direct(config, speech))
         print("[voice] worker with --stt whisper --tts piper ...", flush=True)
         server, _ = through_worker.start_worker(
             config, config.voice_sessions, log_dir, *voice.VOICE_FLAGS
         )
         with server, tail_on_error(server):
-            results["voice"] = {"worker": asyncio.run(voice.measure_voice(server.url, config))}
+            measured_voice = asyncio.run(voice.measure_voice(server.url, config, speech))
+        results["voice"] = {"worker": measured_voice, "direct": voice_baseline}
     results["summary_ms"] = summaries(results)
     return results
 

@@ -5,10 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 from loadtest.common.report import Figure, format_table, summarize
+from wsserver.audio.vad import VadSettings
 
 DIRECT = "engine called directly"
 
-SAMPLES = ("ttft_s", "idle_s", "done_s", "first_audio_s", "transcript_s", "first_text_s")
+DIRECT_VOICE = "pipeline called directly"
+
+SAMPLES = (
+    "ttft_s",
+    "idle_s",
+    "done_s",
+    "first_audio_s",
+    "transcript_s",
+    "first_text_s",
+    "transcript_to_audio_s",
+)
 """The latency samples of the results (seconds), summarized in milliseconds."""
 
 
@@ -22,14 +33,7 @@ def summaries(results: dict[str, Any]) -> dict[str, Any]:
     for phase in ("text", "interrupt", "voice"):
         paths = results.get(phase) or {}
         for path, result in paths.items():
-            for key in (
-                "ttft_s",
-                "idle_s",
-                "done_s",
-                "first_audio_s",
-                "transcript_s",
-                "first_text_s",
-            ):
+            for key in SAMPLES:
                 if key in result:
                     name = key.removesuffix("_s") + "_ms"
                     out.setdefault(phase, {}).setdefault(path, {})[name] = _ms(result[key])
@@ -72,36 +76,42 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
                 )
             )
     if results.get("voice"):
-        voice = sums["voice"]["worker"]
-        ttft = voice["ttft_ms"]
+        figures.extend(_voice_figures(sums["voice"]))
+    return figures
+
+
+def _voice_figures(sums: dict[str, Any]) -> list[Figure]:
+    """Time to first audio and its parts, through the worker beside the direct pipeline."""
+    worker, direct = sums["worker"], sums["direct"]
+    figures = []
+    for name, key in (
+        ("end of input -> first audio", "first_audio_ms"),
+        ("transcript -> first audio", "transcript_to_audio_ms"),
+    ):
         for q in ("p50", "p99"):
             figures.append(
-                Figure(
-                    f"voice: end of speech -> first audio {q}",
-                    "ms",
-                    voice["first_audio_ms"][q],
-                    "TTFT of the same LLM (text)",
-                    ttft[q],
-                )
+                Figure(f"voice: {name} {q}", "ms", worker[key][q], DIRECT_VOICE, direct[key][q])
             )
-        stt = voice["transcript_ms"]["p50"]
-        first = voice["first_audio_ms"]["p50"]
-        after = None if stt is None or first is None else round(first - stt, 3)
-        figures.append(
-            Figure(
-                "voice: transcript -> first audio p50", "ms", after, "TTFT p50 (text)", ttft["p50"]
-            )
+    first, base = worker["first_audio_ms"]["p50"], direct["first_audio_ms"]["p50"]
+    added = None if first is None or base is None else round(first - base, 3)
+    figures.append(
+        Figure(
+            "voice: worker's added time to first audio p50",
+            "ms",
+            added,
+            "direct end of input -> first audio p50",
+            base,
         )
-        lengths = sorted(results["voice"]["worker"].get("question_ms", {}).values())
-        figures.append(
-            Figure(
-                "voice: end of speech -> transcript p50",
-                "ms",
-                stt,
-                "spoken question p50",
-                float(lengths[len(lengths) // 2]) if lengths else None,
-            )
+    )
+    figures.append(
+        Figure(
+            "voice: end of input -> transcript p50",
+            "ms",
+            worker["transcript_ms"]["p50"],
+            DIRECT_VOICE,
+            direct["transcript_ms"]["p50"],
         )
+    )
     return figures
 
 
@@ -117,12 +127,34 @@ def warnings_for(results: dict[str, Any]) -> list[str]:
     for path, result in (results.get("text") or {}).items():
         if len(result.get("ttft_s", [])) < len(result.get("tokens", [])):
             warnings.append(f"text ({path}): some answers had no text")
+    for path, result in (results.get("voice") or {}).items():
+        if len(result.get("first_audio_s", [])) < len(result.get("status", [])):
+            warnings.append(f"voice ({path}): some answers had no audio")
     return warnings
+
+
+def voice_notes(results: dict[str, Any]) -> list[str]:
+    """What the voice figures include and leave out (printed under the table)."""
+    voice = (results.get("voice") or {}).get("worker")
+    if not voice:
+        return []
+    sums = summaries(results)["voice"]["worker"]
+    return [
+        f"voice: turn detection {voice['turn_detection']}: the last chunk commits the turn, so "
+        f"the worker waited {voice['silence_window_waited_ms']} ms of VAD silence (server VAD "
+        f"would add its silence_duration_ms, {VadSettings().silence_duration_ms} ms by "
+        "default); both paths' input ends with the same "
+        f"{voice['trailing_silence_ms']} ms pause",
+        f"voice: text TTFT in the voice worker p50 {sums['ttft_ms']['p50']} ms; spoken "
+        f"questions {sorted(voice['question_ms'].values())} ms",
+    ]
 
 
 def print_summary(report: dict[str, Any], figures: list[Figure]) -> None:
     """The table of figures, then the warnings."""
     print()
     print(format_table(figures))
+    for note in voice_notes(report["results"]):
+        print(note)
     for warning in report["warnings"]:
         print(f"warning: {warning}")

@@ -29,16 +29,10 @@ LOCAL_KEY = secrets.token_urlsafe(24)
 ``/slots`` can be read."""
 
 
-def start_worker(
-    config: EnginesConfig, parallel: int, log_dir: Path, *extra: str
-) -> tuple[ServerProcess, str]:
-    """``wsserver serve --engine local`` and the address of its llama.cpp server."""
-    port = free_port()
-    argv = [
-        sys.executable,
-        "-m",
-        "wsserver.cli.main",
-        "serve",
+def worker_flags(config: EnginesConfig, parallel: int, port: int, *extra: str) -> list[str]:
+    """The ``wsserver serve`` flags of the measured worker (its llama.cpp server on ``port``);
+    the direct voice path builds its engine from the same flags."""
+    return [
         "--host=127.0.0.1",
         "--port=0",
         "--engine=local",
@@ -51,6 +45,20 @@ def start_worker(
         "--log-level=WARNING",
         *extra,
         *config.worker_args,
+    ]
+
+
+def start_worker(
+    config: EnginesConfig, parallel: int, log_dir: Path, *extra: str
+) -> tuple[ServerProcess, str]:
+    """``wsserver serve --engine local`` and the address of its llama.cpp server."""
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "wsserver.cli.main",
+        "serve",
+        *worker_flags(config, parallel, port, *extra),
     ]
     # The worker inherits the environment (less its WSSERVER_* variables).
     os.environ["LOADTEST_LOCAL_API_KEY"] = LOCAL_KEY

@@ -3,8 +3,10 @@
 The worker runs ``--engine local --stt whisper --tts piper``. Each voice session streams
 a question spoken by piper (made here, PCM16 at 16 kHz) at real-time pace and commits
 it with its last chunk; the clock runs from that chunk sent to the transcript, the first
-text and the first audio of the answer. The baseline is the same LLM's time to first
-token in the same worker: text sessions asking the same questions just before.
+text and the first audio of the answer. The baseline is the same pipeline called
+directly (:mod:`loadtest.engines.direct_voice`), with the same spoken turns; the same
+LLM's time to first token in this worker (text sessions asking questions of the same
+length just before) is kept beside it.
 """
 
 from __future__ import annotations
@@ -49,8 +51,31 @@ def spoken(text: str) -> bytes:
     return spoken_pcm(text, RATE)
 
 
-def _question(number: int, turn: int, questions: tuple[str, ...] = SPOKEN_QUESTIONS) -> str:
+TRAILING_SILENCE = bytes(RATE // 5)
+"""100 ms of silence (PCM16) after the words, as a speaker pauses before letting go."""
+
+TURN_DETECTION = {"type": "manual"}
+"""The voice sessions' turn detection: the last chunk commits the turn, so the worker
+waits for no silence window (server VAD would add its ``silence_duration_ms``)."""
+
+
+def turn_audio(words: bytes) -> bytes:
+    """What one spoken turn sends (the worker) or submits (direct): the words, then a pause."""
+    return words + TRAILING_SILENCE
+
+
+def question(number: int, turn: int, questions: tuple[str, ...] = SPOKEN_QUESTIONS) -> str:
+    """The question session ``number`` asks at ``turn`` (the same on both paths)."""
     return questions[(number + turn) % len(questions)]
+
+
+def record_turn(marks: dict[str, float], out: dict[str, list[Any]]) -> None:
+    """One turn's marks (seconds from the end of its input) into the samples; transcript ->
+    first audio is taken per turn, so its percentiles are of the same turns."""
+    for key, value in marks.items():
+        out[key].append(value)
+    if "transcript_s" in marks and "first_audio_s" in marks:
+        out["transcript_to_audio_s"].append(marks["first_audio_s"] - marks["transcript_s"])
 
 
 async def _voice_session(
@@ -62,14 +87,13 @@ async def _voice_session(
     go: asyncio.Barrier | None,
     questions: tuple[str, ...] = SPOKEN_QUESTIONS,
 ) -> None:
-    audio = {"sample_rate": RATE, "turn_detection": {"type": "manual"}}
+    audio = {"sample_rate": RATE, "turn_detection": TURN_DETECTION}
     async with SessionClient(url, audio=audio, max_output_tokens=config.max_tokens) as client:
         if go is not None:
             await go.wait()
         for turn in range(config.questions):
-            # A little silence after the words, as a speaker pauses before letting go.
-            words = speech[_question(number, turn, questions)]
-            await client.stream_audio(words + bytes(RATE // 5), last=True)
+            words = speech[question(number, turn, questions)]
+            await client.stream_audio(turn_audio(words), last=True)
             said = time.perf_counter()
             marks: dict[str, float] = {}
             while True:
@@ -87,8 +111,7 @@ async def _voice_session(
                     out["status"].append(event["status"])
                     out["audio_ms"].append(event.get("audio_ms", 0))
                     break
-            for key, value in marks.items():
-                out[key].append(value)
+            record_turn(marks, out)
 
 
 async def _text_session(
@@ -98,7 +121,7 @@ async def _text_session(
         await go.wait()
         for turn in range(config.questions):
             began = time.perf_counter()
-            await client.create_response(_question(number, turn, TEXT_QUESTIONS))
+            await client.create_response(question(number, turn, TEXT_QUESTIONS))
             first: float | None = None
             while True:
                 event = await client.next_event(120)
@@ -109,29 +132,56 @@ async def _text_session(
                     break
 
 
-async def measure_voice(url: str, config: EnginesConfig) -> dict[str, Any]:
+async def measure_voice(
+    url: str, config: EnginesConfig, speech: dict[str, bytes]
+) -> dict[str, Any]:
     """One warm-up turn (the worker loads whisper and piper), the text baseline, then V
-    concurrent voice sessions of Q spoken questions each."""
-    speech = {q: await asyncio.to_thread(spoken, q) for q in (*SPOKEN_QUESTIONS, WARM_UP)}
+    concurrent voice sessions of Q spoken questions each (``speech``: the questions
+    spoken, the same bytes as the direct path's)."""
     sessions = config.voice_sessions
-    warm: dict[str, list[Any]] = _empty()
-    await _voice_session(url, _one_turn(config), 0, speech, warm, None, (WARM_UP,))
+    warm: dict[str, list[Any]] = empty_samples()
+    await _voice_session(url, one_turn(config), 0, speech, warm, None, (WARM_UP,))
     ttft: list[float] = []
     go = asyncio.Barrier(sessions)
     await asyncio.gather(*(_text_session(url, config, n, ttft, go) for n in range(sessions)))
-    out = _empty()
+    out = empty_samples()
     go = asyncio.Barrier(sessions)
     await asyncio.gather(
         *(_voice_session(url, config, n, speech, out, go) for n in range(sessions))
     )
-    spoken_ms = {q: len(speech[q]) * 500 // RATE for q in SPOKEN_QUESTIONS}
-    return {**out, "ttft_s": ttft, "warmup": warm, "question_ms": spoken_ms}
+    return {**out, "ttft_s": ttft, "warmup": warm, **speech_facts(speech)}
 
 
-def _empty() -> dict[str, list[Any]]:
-    keys = ("transcript_s", "first_text_s", "first_audio_s", "transcripts", "status", "audio_ms")
+def speak_questions() -> dict[str, bytes]:
+    """Every question (and the warm-up turn) spoken by piper, made once for both paths
+    (piper's synthesis varies from one call to the next)."""
+    return {q: spoken(q) for q in (*SPOKEN_QUESTIONS, WARM_UP)}
+
+
+def speech_facts(speech: dict[str, bytes]) -> dict[str, Any]:
+    """What the report keeps about the input: the questions' lengths, the turn detection."""
+    return {
+        "question_ms": {q: len(speech[q]) * 500 // RATE for q in SPOKEN_QUESTIONS},
+        "trailing_silence_ms": len(TRAILING_SILENCE) * 500 // RATE,
+        "turn_detection": TURN_DETECTION["type"],
+        "silence_window_waited_ms": 0,
+    }
+
+
+def empty_samples() -> dict[str, list[Any]]:
+    """A voice path's samples, each a list over its turns."""
+    keys = (
+        "transcript_s",
+        "first_text_s",
+        "first_audio_s",
+        "transcript_to_audio_s",
+        "transcripts",
+        "status",
+        "audio_ms",
+    )
     return {key: [] for key in keys}
 
 
-def _one_turn(config: EnginesConfig) -> EnginesConfig:
+def one_turn(config: EnginesConfig) -> EnginesConfig:
+    """``config`` with one question per session (the warm-up)."""
     return dataclasses.replace(config, questions=1)

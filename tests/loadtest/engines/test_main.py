@@ -43,10 +43,12 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         "worker's added TTFT p50",
         "interrupt -> upstream idle p50",
         "interrupt -> upstream idle p99",
-        "voice: end of speech -> first audio p50",
-        "voice: end of speech -> first audio p99",
+        "voice: end of input -> first audio p50",
+        "voice: end of input -> first audio p99",
         "voice: transcript -> first audio p50",
-        "voice: end of speech -> transcript p50",
+        "voice: transcript -> first audio p99",
+        "voice: worker's added time to first audio p50",
+        "voice: end of input -> transcript p50",
     ]
     for figure in report["figures"]:
         assert figure["value"] is not None and figure["baseline"] is not None, figure
@@ -60,11 +62,31 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         assert len(cut["idle_s"]) + cut["not_measured"] == config.interrupts
         assert cut["idle_s"], "at least one interrupt was measured"
     assert report["results"]["summary_ms"]["text"]["worker"]["ttft_ms"]["count"] == answers
-    voice = report["results"]["voice"]["worker"]
     turns = config.voice_sessions * config.questions
-    for samples in ("transcript_s", "first_text_s", "first_audio_s", "transcripts", "audio_ms"):
-        assert len(voice[samples]) == turns, (samples, voice)
-    assert len(voice["ttft_s"]) == turns
-    assert all(ms > 0 for ms in voice["audio_ms"]), "every answer was spoken"
-    # The worker heard the piper-spoken question (Whisper base on clean speech).
-    assert "bees" in voice["transcripts"][0].lower(), voice["transcripts"]
+    voices = report["results"]["voice"]
+    for path in ("worker", "direct"):
+        voice = voices[path]
+        for samples in (
+            "transcript_s",
+            "first_text_s",
+            "first_audio_s",
+            "transcript_to_audio_s",
+            "transcripts",
+            "audio_ms",
+        ):
+            assert len(voice[samples]) == turns, (path, samples, voice)
+        assert all(ms > 0 for ms in voice["audio_ms"]), (path, "every answer was spoken")
+        # The pipeline heard the piper-spoken question (Whisper base on clean speech).
+        assert "bees" in voice["transcripts"][0].lower(), (path, voice["transcripts"])
+        assert voice["turn_detection"] == "manual" and voice["silence_window_waited_ms"] == 0
+        summary = report["results"]["summary_ms"]["voice"][path]
+        assert summary["first_audio_ms"]["count"] == turns
+    # Both paths were given the very same spoken questions.
+    assert voices["worker"]["question_ms"] == voices["direct"]["question_ms"]
+    assert len(voices["worker"]["ttft_s"]) == turns
+    by_name = {f["name"]: f for f in report["figures"]}
+    added = by_name["voice: worker's added time to first audio p50"]
+    first = by_name["voice: end of input -> first audio p50"]
+    assert added["baseline"] == first["baseline"]
+    assert added["value"] == round(first["value"] - first["baseline"], 3)
+    assert "pipeline called directly" in run.stdout and "turn detection manual" in run.stdout
