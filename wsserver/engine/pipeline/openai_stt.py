@@ -21,6 +21,7 @@ from wsserver.engine.pipeline.speech_http import (
     failure_message,
     read_bounded,
 )
+from wsserver.engine.pipeline.text import valid_text
 
 MAX_RESPONSE_BYTES = 1 << 20
 """A transcript of one turn is far smaller; a bigger body is a broken server."""
@@ -68,7 +69,7 @@ class OpenAISpeechToText:
         text = parsed.get("text") if isinstance(parsed, dict) else None
         if not isinstance(text, str):
             raise SpeechToTextError('transcription answer has no "text" string')
-        return text.strip()
+        return valid_text(text).strip()
 
     async def close(self) -> None:
         """Close the connection pool."""

@@ -10,6 +10,7 @@ import httpx
 
 from wsserver.engine.http_auth import bearer_header
 from wsserver.engine.pipeline.errors import PipelineError
+from wsserver.engine.pipeline.text import valid_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +40,7 @@ class SpeechEndpoint:
 def content_type(response: httpx.Response) -> str:
     """The media type of a response, lowercase, without parameters."""
     value: str = response.headers.get("content-type", "")
-    return value.split(";")[0].strip().lower()
+    return valid_text(value.split(";")[0].strip().lower())
 
 
 async def read_bounded(response: httpx.Response, limit: int, error: type[PipelineError]) -> bytes:
@@ -67,5 +68,5 @@ async def failure_message(response: httpx.Response, what: str) -> str:
             detail = str(message or parsed.get("detail") or "")
     except ValueError:
         detail = body.decode("utf-8", "replace")
-    detail = " ".join(detail.split())[:200]
+    detail = " ".join(valid_text(detail).split())[:200]
     return f"{what} failed: http {response.status_code}" + (f": {detail}" if detail else "")

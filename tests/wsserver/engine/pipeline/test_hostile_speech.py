@@ -128,3 +128,27 @@ async def test_a_synthesis_that_trickles_fails_within_a_bound(
             await asyncio.wait_for(speak(), timeout=20)
     finally:
         await tts.close()
+
+
+async def test_a_speech_error_message_with_a_lone_surrogate_is_valid_text(
+    trickle: list[_Trickle],
+) -> None:
+    # The server's own message becomes the generation's error (logged, kept, reported):
+    # it must encode like any other text.
+    body = b'{"error": {"message": "voice \\ud800 missing\\u0007"}}'
+    head = (
+        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    server = _Trickle(head + body, b"", 0)
+    trickle.append(server)
+    tts = OpenAITextToSpeech(SpeechEndpoint(await server.url(), "kokoro", read_timeout=0.5))
+    try:
+        with pytest.raises(PipelineError) as caught:
+            async for _ in tts.synthesize("Hi there.", 16000):
+                pass
+    finally:
+        await tts.close()
+    message = str(caught.value)
+    assert message == "speech failed: http 404: voice \ufffd missing", message
+    message.encode("utf-8")
