@@ -26,7 +26,8 @@ class SpeechEndpoint:
     """Sent as ``Authorization: Bearer``; read from an environment variable, never logged."""
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
-    """Seconds the server may go without sending anything (a stalled answer fails)."""
+    """Seconds the server may go without sending anything (a stalled answer fails); a
+    whole call is bounded too (:meth:`call_seconds`)."""
 
     def call_seconds(self, work_seconds: float) -> float:
         """The most one whole call may take, ``work_seconds`` being what it is for.
