@@ -42,6 +42,7 @@ from wsserver.engine.pipeline.counters import PipelineCounters
 from wsserver.engine.pipeline.errors import PipelineError
 from wsserver.engine.pipeline.pieces import spoken_pieces
 from wsserver.engine.pipeline.stt import SpeechToText
+from wsserver.engine.pipeline.text import valid_text
 from wsserver.engine.pipeline.tts import TextToSpeech
 
 log = logging.getLogger(__name__)
@@ -292,7 +293,9 @@ class PipelineGeneration:
             self._items.put_nowait(chunk)
             return
         self._tokens += chunk.tokens
-        for clause in self._splitter.feed(chunk.text):
+        # The LLM's text comes from another engine (an upstream server): made valid
+        # before a voice or speech server gets it, as what is heard and shown agree.
+        for clause in self._splitter.feed(valid_text(chunk.text)):
             self._items.put_nowait(_Clause(clause, self._tokens))
             self._tokens = 0
 

@@ -7,6 +7,7 @@ transcript per call (no partial results). Aborting closes the connection.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncGenerator
 
@@ -21,6 +22,7 @@ from wsserver.engine.pipeline.speech_http import (
     failure_message,
     read_bounded,
 )
+from wsserver.engine.pipeline.text import valid_text
 
 MAX_RESPONSE_BYTES = 1 << 20
 """A transcript of one turn is far smaller; a bigger body is a broken server."""
@@ -35,8 +37,14 @@ class OpenAISpeechToText:
         self._client: httpx.AsyncClient | None = None
 
     async def transcribe(self, audio: bytes, sample_rate: int) -> AsyncGenerator[Transcript, None]:
-        """One final transcript."""
-        yield Transcript(await self._request(audio, sample_rate), final=True)
+        """One final transcript, or ``SpeechToTextError`` past the whole call's deadline."""
+        seconds = self.endpoint.call_seconds(len(audio) / 2 / max(sample_rate, 1))
+        try:
+            async with asyncio.timeout(seconds):
+                text = await self._request(audio, sample_rate)
+        except TimeoutError as exc:  # an abort cancels: that passes through as it is
+            raise SpeechToTextError(f"transcription took longer than {seconds:.1f} s") from exc
+        yield Transcript(text, final=True)
 
     async def _request(self, audio: bytes, sample_rate: int) -> str:
         if self._client is None:
@@ -68,7 +76,7 @@ class OpenAISpeechToText:
         text = parsed.get("text") if isinstance(parsed, dict) else None
         if not isinstance(text, str):
             raise SpeechToTextError('transcription answer has no "text" string')
-        return text.strip()
+        return valid_text(text).strip()
 
     async def close(self) -> None:
         """Close the connection pool."""

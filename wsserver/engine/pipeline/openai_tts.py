@@ -8,14 +8,21 @@ chunk; aborting closes the connection, which stops the server's synthesis.
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator
 from typing import Literal
 
 import httpx
 
 from wsserver.engine.pipeline.errors import TextToSpeechError
 from wsserver.engine.pipeline.pcm import Resampler, WavHeaderError, parse_wav_header
-from wsserver.engine.pipeline.speech_http import SpeechEndpoint, content_type, failure_message
+from wsserver.engine.pipeline.speech_http import (
+    SpeechEndpoint,
+    blocks_until,
+    content_type,
+    failure_message,
+)
 
 PCM_RATE = 24000
 """The rate of ``response_format: pcm``."""
@@ -52,13 +59,26 @@ class OpenAITextToSpeech:
             "voice": self.voice,
             "response_format": self.response_format,
         }
+        seconds = self.endpoint.call_seconds(_max_seconds(text))
+        deadline = asyncio.get_running_loop().time() + seconds
+        request = self._client.build_request("POST", "/audio/speech", json=body)
         try:
-            async with self._client.stream("POST", "/audio/speech", json=body) as response:
+            async with asyncio.timeout_at(deadline):
+                response = await self._client.send(request, stream=True)
+            try:
                 if response.status_code // 100 != 2:
-                    raise TextToSpeechError(await failure_message(response, "speech"))
+                    async with asyncio.timeout_at(deadline):
+                        message = await failure_message(response, "speech")
+                    raise TextToSpeechError(message)
                 self._check_type(response)
-                async for audio in self._decode(response, text, sample_rate):
-                    yield audio
+                decoded = self._decode(blocks_until(response, deadline), text, sample_rate)
+                async with contextlib.aclosing(decoded):
+                    async for audio in decoded:
+                        yield audio
+            finally:
+                await response.aclose()
+        except TimeoutError as exc:  # an abort cancels: that passes through as it is
+            raise TextToSpeechError(f"speech took longer than {seconds:.1f} s") from exc
         except httpx.TimeoutException as exc:
             raise TextToSpeechError(f"speech timed out ({type(exc).__name__})") from exc
         except httpx.HTTPError as exc:
@@ -73,36 +93,38 @@ class OpenAITextToSpeech:
             raise TextToSpeechError(f"speech answered {kind}, not {self.response_format} audio")
 
     async def _decode(
-        self, response: httpx.Response, text: str, sample_rate: int
-    ) -> AsyncIterator[bytes]:
-        limit_bytes = int((1.0 + MAX_SECONDS_PER_CHAR * len(text)) * PCM_RATE * 2)
+        self, blocks: AsyncGenerator[bytes, None], text: str, sample_rate: int
+    ) -> AsyncGenerator[bytes, None]:
+        limit_bytes = int(_max_seconds(text) * PCM_RATE * 2)
         resampler: Resampler | None = None
         if self.response_format == "pcm":
             resampler = Resampler(PCM_RATE, sample_rate)
         head = b""
         received = 0
-        async for block in response.aiter_bytes():
-            received += len(block)
-            if received > limit_bytes + 4096:
-                raise TextToSpeechError(
-                    f"speech server sent more than {limit_bytes} bytes for {len(text)} characters"
-                )
-            if resampler is None:
-                head += block
-                try:
-                    found = parse_wav_header(head)
-                except WavHeaderError as exc:
-                    raise TextToSpeechError(f"speech answered a bad wav: {exc}") from exc
-                if found is None:
-                    if len(head) > 65_536:
-                        raise TextToSpeechError("speech answered a wav header that never ends")
-                    continue
-                rate, offset = found
-                resampler = Resampler(rate, sample_rate)
-                block, head = head[offset:], b""
-            out = resampler.feed(block)
-            if out:
-                yield out
+        async with contextlib.aclosing(blocks):
+            async for block in blocks:
+                received += len(block)
+                if received > limit_bytes + 4096:
+                    raise TextToSpeechError(
+                        f"speech server sent more than {limit_bytes} bytes"
+                        f" for {len(text)} characters"
+                    )
+                if resampler is None:
+                    head += block
+                    try:
+                        found = parse_wav_header(head)
+                    except WavHeaderError as exc:
+                        raise TextToSpeechError(f"speech answered a bad wav: {exc}") from exc
+                    if found is None:
+                        if len(head) > 65_536:
+                            raise TextToSpeechError("speech answered a wav header that never ends")
+                        continue
+                    rate, offset = found
+                    resampler = Resampler(rate, sample_rate)
+                    block, head = head[offset:], b""
+                out = resampler.feed(block)
+                if out:
+                    yield out
         if resampler is None:
             raise TextToSpeechError("speech answered a wav without audio")
         tail = resampler.feed(b"", last=True)
@@ -114,3 +136,8 @@ class OpenAITextToSpeech:
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()
+
+
+def _max_seconds(text: str) -> float:
+    """The most audio a clause may have: a second plus ``MAX_SECONDS_PER_CHAR`` per character."""
+    return 1.0 + MAX_SECONDS_PER_CHAR * len(text)

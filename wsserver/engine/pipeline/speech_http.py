@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +12,7 @@ import httpx
 
 from wsserver.engine.http_auth import bearer_header
 from wsserver.engine.pipeline.errors import PipelineError
+from wsserver.engine.pipeline.text import valid_text
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +26,18 @@ class SpeechEndpoint:
     """Sent as ``Authorization: Bearer``; read from an environment variable, never logged."""
     connect_timeout: float = 5.0
     read_timeout: float = 30.0
-    """Seconds the server may go without sending anything (a stalled answer fails)."""
+    """Seconds the server may go without sending anything (a stalled answer fails); a
+    whole call is bounded too (:meth:`call_seconds`)."""
+
+    def call_seconds(self, work_seconds: float) -> float:
+        """The most one whole call may take, ``work_seconds`` being what it is for.
+
+        ``read_timeout`` bounds each read only: a server trickling a byte now and then
+        would hold a call open forever. A call gets the time to connect, the server's
+        allowed silence (``read_timeout``) and ``work_seconds`` on top (the length of
+        the audio sent or asked for: a server slower than real time fails).
+        """
+        return self.connect_timeout + self.read_timeout + work_seconds
 
     def client(self) -> httpx.AsyncClient:
         """An HTTP client for this server (loopback or remote; no proxies from the env)."""
@@ -39,7 +53,20 @@ class SpeechEndpoint:
 def content_type(response: httpx.Response) -> str:
     """The media type of a response, lowercase, without parameters."""
     value: str = response.headers.get("content-type", "")
-    return value.split(";")[0].strip().lower()
+    return valid_text(value.split(";")[0].strip().lower())
+
+
+async def blocks_until(response: httpx.Response, deadline: float) -> AsyncGenerator[bytes, None]:
+    """The body's blocks as they come; ``TimeoutError`` once the loop's clock passes
+    ``deadline`` (the wait for a block is cut there, never a yield)."""
+    blocks = response.aiter_bytes()  # its stream ends with the response's aclose()
+    while True:
+        async with asyncio.timeout_at(deadline):
+            try:
+                block = await anext(blocks)
+            except StopAsyncIteration:
+                return
+        yield block
 
 
 async def read_bounded(response: httpx.Response, limit: int, error: type[PipelineError]) -> bytes:
@@ -67,5 +94,5 @@ async def failure_message(response: httpx.Response, what: str) -> str:
             detail = str(message or parsed.get("detail") or "")
     except ValueError:
         detail = body.decode("utf-8", "replace")
-    detail = " ".join(detail.split())[:200]
+    detail = " ".join(valid_text(detail).split())[:200]
     return f"{what} failed: http {response.status_code}" + (f": {detail}" if detail else "")

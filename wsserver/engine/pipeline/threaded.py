@@ -15,9 +15,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from wsserver.engine.pipeline.errors import PipelineError
+
 T = TypeVar("T")
 
 _END = object()
+
+
+class ModelThreadClosed(PipelineError):
+    """The model's thread was closed while the call waited for it."""
 
 
 class ModelThread:
@@ -52,6 +58,13 @@ class ModelThread:
                 post(exc)
 
         future = loop.run_in_executor(self._executor, work)
+
+        def closed(done: asyncio.Future[None]) -> None:
+            # close() cancels a call still queued: it never runs, nor posts its end.
+            if done.cancelled():
+                queue.put_nowait(ModelThreadClosed("model thread closed before the call ran"))
+
+        future.add_done_callback(closed)
         finished = False
         try:
             while True:

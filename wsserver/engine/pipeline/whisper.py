@@ -27,6 +27,7 @@ from wsserver.engine.pipeline.model_files import (
     copy_checked,
     join_parts,
 )
+from wsserver.engine.pipeline.text import valid_text
 from wsserver.engine.pipeline.threaded import ModelThread
 
 WHISPER_PACKAGES = (
@@ -139,7 +140,7 @@ class WhisperSpeechToText:
             condition_on_previous_text=False,
         )
         for segment in segments:
-            yield str(segment.text)
+            yield valid_text(str(segment.text))
 
     async def close(self) -> None:
         """Stop the model's thread (the model stays loaded for the process)."""

@@ -352,3 +352,25 @@ async def test_past_its_bound_the_pipeline_refuses_like_a_full_engine() -> None:
     first.abort()
     engine.submit(_voice_request("c"), Recorder())
     await engine.close()
+
+
+async def test_llm_text_that_cannot_be_encoded_is_made_valid_before_it_is_spoken() -> None:
+    # The LLM's text comes from another engine: an upstream that sent "\ud800" or a NUL
+    # (the simulated LLM quotes a tool result that has them) failed the whole answer in
+    # the voice ("piper failed: ... surrogates not allowed", "embedded null character").
+    engine = _engine(decode_rate=400)
+    await engine.start()
+    prompt = [
+        Turn("user", "what did the tools say"),
+        Turn("tool", "sunny \ud800 and\x00 warm", tool_call_id="a"),
+        Turn("tool", "dry", tool_call_id="b"),  # last: the simulated LLM hashes it
+    ]
+    request = GenerationRequest("r", prompt, 1000, sample_rate=RATE, audio_output=True)
+    sink = Recorder()
+    engine.submit(request, sink)
+    await asyncio.wait_for(sink.finished.wait(), 30)
+    await engine.close()
+    assert sink.calls[-1] is FinishReason.STOP, sink.calls[-1]
+    assert "sunny \ufffd and warm" in sink.text, sink.text
+    sink.text.encode("utf-8")
+    assert rms(b"".join(c.audio for c in sink.chunks)) > 500

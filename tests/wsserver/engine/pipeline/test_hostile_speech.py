@@ -67,7 +67,9 @@ def _json_head(length: int) -> bytes:
 
 
 async def _transcribe(url: str) -> str:
-    stt = OpenAISpeechToText(SpeechEndpoint(url, "whisper-1", read_timeout=0.5))
+    stt = OpenAISpeechToText(
+        SpeechEndpoint(url, "whisper-1", connect_timeout=0.5, read_timeout=0.5)
+    )
     try:
         (transcript,) = [t async for t in stt.transcribe(b"\x00\x00" * 1600, 16000)]
     finally:
@@ -114,7 +116,7 @@ async def test_a_synthesis_that_trickles_fails_within_a_bound(
     server = _Trickle(head, b"\x00" * 100_000, TRICKLE_SECONDS)
     trickle.append(server)
     tts = OpenAITextToSpeech(
-        SpeechEndpoint(await server.url(), "kokoro", read_timeout=0.5),
+        SpeechEndpoint(await server.url(), "kokoro", connect_timeout=0.5, read_timeout=0.5),
         voice="af",
         response_format="pcm",
     )
@@ -125,6 +127,74 @@ async def test_a_synthesis_that_trickles_fails_within_a_bound(
 
     try:
         with pytest.raises(PipelineError):
+            await asyncio.wait_for(speak(), timeout=20)
+    finally:
+        await tts.close()
+
+
+async def test_a_speech_error_message_with_a_lone_surrogate_is_valid_text(
+    trickle: list[_Trickle],
+) -> None:
+    # The server's own message becomes the generation's error (logged, kept, reported):
+    # it must encode like any other text.
+    body = b'{"error": {"message": "voice \\ud800 missing\\u0007"}}'
+    head = (
+        "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    server = _Trickle(head + body, b"", 0)
+    trickle.append(server)
+    tts = OpenAITextToSpeech(SpeechEndpoint(await server.url(), "kokoro", read_timeout=0.5))
+    try:
+        with pytest.raises(PipelineError) as caught:
+            async for _ in tts.synthesize("Hi there.", 16000):
+                pass
+    finally:
+        await tts.close()
+    message = str(caught.value)
+    assert message == "speech failed: http 404: voice \ufffd missing", message
+    message.encode("utf-8")
+
+
+async def test_a_transcription_whose_headers_trickle_fails_within_a_bound(
+    trickle: list[_Trickle],
+) -> None:
+    # Headers are reads too: a status line and headers one byte every 50 ms (up to the
+    # HTTP parser's 16 KiB) must not outlast the whole call's deadline.
+    body = b'{"text": "hi"}'
+    server = _Trickle(b"", _json_head(len(body)) + b"X-Pad: " + b"a" * 4000 + body, TRICKLE_SECONDS)
+    trickle.append(server)
+    url = await server.url()
+    with pytest.raises(PipelineError, match="took longer than"):
+        await asyncio.wait_for(_transcribe(url), timeout=20)
+
+
+@pytest.mark.parametrize("part", ["headers", "error body"])
+async def test_a_synthesis_whose_headers_or_error_trickle_fails_within_a_bound(
+    trickle: list[_Trickle], part: str
+) -> None:
+    # Before the audio: the status line and headers, or an error status's message,
+    # trickled, are held to the same deadline as the audio.
+    message = b'{"error": {"message": "' + b"m" * 4000 + b'"}}'
+    head = (
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(message)}\r\n\r\n"
+    ).encode()
+    if part == "headers":
+        server = _Trickle(b"", b"HTTP/1.1 200 OK\r\nX-Pad: " + b"a" * 4000, TRICKLE_SECONDS)
+    else:
+        server = _Trickle(head, message, TRICKLE_SECONDS)
+    trickle.append(server)
+    tts = OpenAITextToSpeech(
+        SpeechEndpoint(await server.url(), "kokoro", connect_timeout=0.5, read_timeout=0.5)
+    )
+
+    async def speak() -> None:
+        async for _ in tts.synthesize("Hi.", 16000):
+            pass
+
+    try:
+        with pytest.raises(PipelineError, match="took longer than"):
             await asyncio.wait_for(speak(), timeout=20)
     finally:
         await tts.close()

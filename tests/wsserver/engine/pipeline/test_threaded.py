@@ -7,7 +7,9 @@ import contextlib
 import threading
 from collections.abc import Iterator
 
-from wsserver.engine.pipeline.threaded import ModelThread
+import pytest
+
+from wsserver.engine.pipeline.threaded import ModelThread, ModelThreadClosed
 
 
 async def test_a_call_abandoned_while_queued_never_runs() -> None:
@@ -50,3 +52,34 @@ async def test_a_call_abandoned_while_queued_never_runs() -> None:
     assert [item async for item in model.stream(last)] == ["last done"]
     model.close()
     assert ran == ["first", "last"], ran
+
+
+async def test_a_call_queued_when_the_thread_closes_fails_instead_of_waiting_forever() -> None:
+    # close() cancels the calls still queued; their readers waited for an item that
+    # never came (a hung task behind every transcription queued at shutdown).
+    model = ModelThread("test-model")
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow() -> Iterator[str]:
+        started.set()
+        release.wait(10)
+        yield "first done"
+
+    def queued() -> Iterator[str]:
+        yield "never"
+
+    first = model.stream(slow)
+    first_item = asyncio.ensure_future(first.__anext__())
+    assert await asyncio.to_thread(started.wait, 10)
+    second = model.stream(queued)
+    second_item = asyncio.ensure_future(second.__anext__())
+    await asyncio.sleep(0.05)  # queued behind the first call
+    model.close()
+    try:
+        with pytest.raises(ModelThreadClosed):
+            await asyncio.wait_for(second_item, 10)
+    finally:
+        release.set()
+    assert await first_item == "first done"  # the running call finishes
+    await first.aclose()  # type: ignore[attr-defined]
