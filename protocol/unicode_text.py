@@ -8,18 +8,19 @@ where it came in. Text an upstream or a speech server sends passes through
 
 from __future__ import annotations
 
-import re
-
 REPLACEMENT = "\ufffd"
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def valid_text(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (itself when it has none)."""
+    """``text`` with each lone surrogate replaced by U+FFFD (itself when it has none).
+
+    Two halves of a pair that met in one string (``"\ud83d" + "\ude00"``) are joined
+    into their character.
+    """
     if text.isascii():
         return text  # the common case, one pass in C
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATE.sub(REPLACEMENT, text)
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
     return text

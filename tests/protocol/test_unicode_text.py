@@ -17,3 +17,8 @@ def test_lone_surrogates_become_replacement_characters() -> None:
     cleaned = valid_text(text)
     assert cleaned == f"a {REPLACEMENT} b {REPLACEMENT} c"
     cleaned.encode("utf-8")
+
+
+def test_two_halves_of_a_pair_that_met_make_their_character() -> None:
+    high, low = json.loads('"\\ud83d"'), json.loads('"\\ude00"')
+    assert valid_text(high + low) == "\U0001f600"

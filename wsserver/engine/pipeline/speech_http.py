@@ -44,7 +44,9 @@ class SpeechEndpoint:
         timeout = httpx.Timeout(self.read_timeout, connect=self.connect_timeout)
         return httpx.AsyncClient(
             base_url=self.base_url.rstrip("/"),
-            headers=bearer_header(self.api_key),
+            # Bodies are bounded as they arrive: a compressed one could grow a thousandfold
+            # in one block before the bound sees it.
+            headers={"Accept-Encoding": "identity", **bearer_header(self.api_key)},
             timeout=timeout,
             trust_env=False,
         )
@@ -56,9 +58,17 @@ def content_type(response: httpx.Response) -> str:
     return valid_text(value.split(";")[0].strip().lower())
 
 
+def refuse_compressed(response: httpx.Response, error: type[PipelineError]) -> None:
+    """Raise ``error`` for a body sent compressed although it was asked for without."""
+    encoding = response.headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("", "identity"):
+        raise error(f"speech server sent a {valid_text(encoding)[:40]!r}-encoded body")
+
+
 async def blocks_until(response: httpx.Response, deadline: float) -> AsyncGenerator[bytes, None]:
     """The body's blocks as they come; ``TimeoutError`` once the loop's clock passes
     ``deadline`` (the wait for a block is cut there, never a yield)."""
+    refuse_compressed(response, PipelineError)
     blocks = response.aiter_bytes()  # its stream ends with the response's aclose()
     while True:
         async with asyncio.timeout_at(deadline):
@@ -71,6 +81,7 @@ async def blocks_until(response: httpx.Response, deadline: float) -> AsyncGenera
 
 async def read_bounded(response: httpx.Response, limit: int, error: type[PipelineError]) -> bytes:
     """The body, or ``error`` once it passes ``limit`` bytes (the rest is never read)."""
+    refuse_compressed(response, error)
     body = bytearray()
     async for block in response.aiter_bytes():
         body += block

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+from protocol.unicode_text import valid_text as valid_unicode
+
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 """C0 and C1 controls and DEL, except tab, newline, vertical tab, form feed, return."""
 
@@ -20,7 +22,4 @@ def valid_text(text: str) -> str:
     A surrogate pair written as two escapes (``"\\ud83d\\ude00"``) is joined into its
     character; whitespace controls (tab, newline, return, vertical tab, form feed) stay.
     """
-    if text.isascii():
-        return _CONTROL.sub("", text)
-    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
-    return _CONTROL.sub("", joined)
+    return _CONTROL.sub("", valid_unicode(text))

@@ -8,6 +8,7 @@ nothing that cannot be encoded may leave the client as text.
 from __future__ import annotations
 
 import asyncio
+import gzip
 from collections.abc import AsyncIterator
 
 import pytest
@@ -198,3 +199,19 @@ async def test_a_synthesis_whose_headers_or_error_trickle_fails_within_a_bound(
             await asyncio.wait_for(speak(), timeout=20)
     finally:
         await tts.close()
+
+
+async def test_a_compressed_answer_is_refused_before_it_is_inflated(
+    trickle: list[_Trickle],
+) -> None:
+    # Found: the clients accepted gzip and inflated each block before the size bound saw
+    # it: 2 GiB of spaces sent compressed grew the worker by 132 MiB before it was refused.
+    body = gzip.compress(b'{"text": "' + b" " * 50_000_000 + b'"}')
+    head = (
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    server = _Trickle(head + body, b"", 0)
+    trickle.append(server)
+    with pytest.raises(PipelineError, match="gzip"):
+        await _transcribe(await server.url())
