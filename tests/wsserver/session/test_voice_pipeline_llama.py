@@ -11,14 +11,19 @@ synthesis, and leave nothing more of the answer on the wire.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from tests.llama_server import LlamaServerProcess
 from tests.processes import eventually
-from tests.wsserver.audio_fixtures import silence
 from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.session.spoken_turns import (
+    ask_aloud,
+    barge_in,
+    check_history,
+    of_response,
+    second_turn_then_cancel,
+)
 from tests.wsserver.session.test_voice import Mic
-from tests.wsserver.speech_models import piper_voice, rms, spoken, whisper_model, word_errors
+from tests.wsserver.speech_models import piper_voice, whisper_model
 from tests.wsserver.wire import RawClient, text_of
 from wsserver.engine.openai.engine import OpenAICompatibleEngine
 from wsserver.engine.pipeline.engine import PipelineEngine
@@ -27,10 +32,6 @@ QUESTION = "Tell me a long story about a dragon."
 # SmolLM2 at temperature 0 tells this story past 400 tokens (about 6 s at its speed
 # here): the answer is still being written when the barge-in comes.
 ANSWER_TOKENS = 400
-
-
-def _of(messages: list[dict[str, Any]], kind: str, response_id: str) -> list[dict[str, Any]]:
-    return [m for m in messages if m["type"] == kind and m.get("response_id") == response_id]
 
 
 async def test_a_spoken_turn_answered_by_a_real_model_is_barged_in(
@@ -52,33 +53,15 @@ async def test_a_spoken_turn_answered_by_a_real_model_is_barged_in(
     client = await RawClient.connect(url_of(server))
     ready = await client.start(audio={"sample_rate": 16000})
     mic = Mic(client)
-    await mic.play(silence(300) + spoken(QUESTION) + silence(800), realtime=False)
-
-    heard = await client.until("input_audio.transcript", 30)
-    while not heard["final"]:
-        heard = await client.until("input_audio.transcript", 30)
-    assert heard["response_id"] == "resp_1"
-    assert word_errors(QUESTION, heard["text"]) <= 2, heard["text"]
-
-    first_audio = await client.until("response.audio.delta", 60)
-    assert first_audio["response_id"] == "resp_1"
-    answer_audio = first_audio["audio"]
-    while len(answer_audio) < 16000:  # half a second of the answer
-        message = await client.recv(30)
-        if message["type"] == "response.audio.delta":
-            answer_audio += message["audio"]
-    assert rms(answer_audio) > 500
+    heard, _, _ = await ask_aloud(client, mic, QUESTION, first_audio_timeout=60)
     # The model's own words: a story, spoken as it is written.
-    assert "dragon" in text_of(_of(client.seen, "response.text.delta", "resp_1")).lower()
+    answer = text_of(of_response(client.seen, "response.text.delta", "resp_1"))
+    assert "dragon" in answer.lower()
     # Long enough to barge into: the model is still writing it.
     assert await asyncio.to_thread(llama_server.busy) == 1, "the answer ended before the barge-in"
 
     # The user heard 300 ms of it, then talks over it.
-    await client.send({"type": "output_audio.played", "response_id": "resp_1", "played_ms": 300})
-    await mic.play(spoken("Stop, stop, that's enough."), realtime=False)
-    done = await client.until("response.done", 30)
-    assert (done["response_id"], done["status"]) == ("resp_1", "interrupted")
-    assert done["reason"] == "speech"
+    done = await barge_in(client, mic, played_ms=300)
     interrupted_at = len(client.seen)
     # The barge-in closed the upstream stream: llama.cpp cancelled the task (a finished
     # answer logs no cancel) and its slot went idle (a generous bound, polled).
@@ -97,29 +80,14 @@ async def test_a_spoken_turn_answered_by_a_real_model_is_barged_in(
 
     # The barge-in's own speech is the next turn; once its answer speaks (then is
     # cancelled), nothing more of the first answer has come.
-    await mic.play(silence(800), realtime=False)
-    while True:
-        message = await client.recv(60)
-        if message["type"] == "response.audio.delta" and message["response_id"] == "resp_2":
-            break
-    await client.send({"type": "response.cancel", "response_id": "resp_2"})
-    while True:
-        message = await client.recv(60)
-        if message["type"] == "response.done" and message["response_id"] == "resp_2":
-            break
+    await second_turn_then_cancel(client, mic)
     after = client.seen[interrupted_at:]
-    assert _of(after, "response.audio.delta", "resp_1") == []
-    assert _of(after, "response.text.delta", "resp_1") == []
+    assert of_response(after, "response.audio.delta", "resp_1") == []
+    assert of_response(after, "response.text.delta", "resp_1") == []
     await eventually(lambda: llama_server.busy() == 0, timeout=10)
 
     # The history keeps the words heard and what the user heard of the answer: the
     # words whose audio piece was played within 300 ms.
     turns = server.sessions[ready["session_id"]].session.conversation.turns
-    assert (turns[0].role, turns[0].text) == ("user", heard["text"])
-    sent = text_of(_of(client.seen, "response.text.delta", "resp_1"))
-    assert turns[1].role == "assistant"
-    assert turns[1].text and sent.startswith(turns[1].text) and len(turns[1].text) < len(sent)
-    second = [m for m in after if m["type"] == "input_audio.transcript" and m["final"]]
-    assert second and word_errors("Stop, stop, that's enough.", second[-1]["text"]) <= 2
-    assert turns[2].text == second[-1]["text"]
+    check_history(turns, heard, client.seen, after)
     await client.close()
