@@ -7,18 +7,16 @@ thread, so a test can kill it mid-answer and read its log (``srv stop: cancel ta
 from __future__ import annotations
 
 import json
-import re
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.processes import cli_env
+from tests.processes import cli_env, watch_output
 from tests.redis_server import free_port
 from wsserver.engine.local_tools import tools_template_path
 
@@ -75,15 +73,7 @@ class LlamaServerProcess:
             text=True,
             env=cli_env(),
         )
-        found = threading.Event()
-
-        def pump() -> None:
-            assert self.process is not None and self.process.stdout is not None
-            for line in self.process.stdout:
-                if re.search(r"listening on http://", line):
-                    found.set()
-
-        threading.Thread(target=pump, daemon=True).start()
+        found, _ = watch_output(self.process, r"listening on http://")
         if not found.wait(timeout):
             self.kill()
             raise RuntimeError(f"llama.cpp server did not start:\n{self.log()[-2000:]}")

@@ -13,6 +13,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,28 @@ def cli_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
+
+
+def watch_output(
+    process: subprocess.Popen[str], pattern: str, on_line: Callable[[str], None] | None = None
+) -> tuple[threading.Event, list[str]]:
+    """Read ``process``'s stdout in a thread (``on_line`` sees each line): an event set at
+    the first line matching ``pattern``, and where that match's first group (if any) goes."""
+    found = threading.Event()
+    groups: list[str] = []
+
+    def pump() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if on_line is not None:
+                on_line(line)
+            match = re.search(pattern, line)
+            if match and not found.is_set():
+                groups.extend(match.groups())
+                found.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    return found, groups
 
 
 class WorkerProcess:
@@ -47,21 +70,11 @@ class WorkerProcess:
             text=True,
             env=cli_env(),
         )
-        found = threading.Event()
-
-        def pump() -> None:
-            assert self.process is not None and self.process.stdout is not None
-            for line in self.process.stdout:
-                self.lines.append(line)
-                match = re.search(r"listening on (ws://\S+)", line)
-                if match:
-                    self.url = match.group(1)
-                    found.set()
-
-        threading.Thread(target=pump, daemon=True).start()
+        found, url = watch_output(self.process, r"listening on (ws://\S+)", self.lines.append)
         if not found.wait(timeout):
             self.stop()
             raise RuntimeError(f"{self.name} did not start:\n{''.join(self.lines)}")
+        self.url = url[0]
         return self
 
     @property
