@@ -1,0 +1,1 @@
+"""Dialects: other wire schemas translated at the edge over the same sessions."""

@@ -1,0 +1,301 @@
+"""Realtime client events → native client messages, input audio and dialect answers.
+
+:func:`translate_client_event` validates one decoded Realtime client event and
+returns a :class:`Translation`: the native inputs to hand the session (messages of
+:mod:`protocol.messages`, raw :class:`InputAudio`, a :class:`SessionConfigured`)
+and the Realtime events the dialect answers itself (``session.updated``,
+``conversation.item.added`` / ``done`` for an item the client created, an ``error``).
+Bad or unsupported input is always an ``error`` answer, never an exception.
+"""
+
+from __future__ import annotations
+
+import binascii
+import json
+import re
+from base64 import b64decode
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from protocol import messages as native
+from protocol.dialects.realtime import client_models as rt
+from protocol.dialects.realtime.errors import DialectError, client_event_id, error_event
+from protocol.dialects.realtime.objects import function_call_output_item, user_text_item
+from protocol.dialects.realtime.session_config import SessionConfig, session_object
+from protocol.dialects.realtime.session_update import session_update
+from protocol.dialects.realtime.state import DialectState
+from protocol.json_value import NotJsonData, check_json_data, safe_text
+
+
+@dataclass(frozen=True, slots=True)
+class InputAudio:
+    """PCM16 mono at 24 kHz to append to the session's input audio."""
+
+    pcm: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class SessionConfigured:
+    """The session settings changed: the endpoint applies what the core can take."""
+
+    config: SessionConfig
+
+
+NativeInput = native.ClientMessage | InputAudio | SessionConfigured
+
+
+@dataclass(frozen=True, slots=True)
+class Translation:
+    """What one Realtime client event becomes."""
+
+    native: tuple[NativeInput, ...] = ()
+    replies: list[dict[str, Any]] = field(default_factory=list)
+
+
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_adapter: TypeAdapter[rt.ClientEvent] = TypeAdapter(rt.ClientEvent)
+
+
+def translate_client_event(state: DialectState, obj: Any) -> Translation:
+    """Translate one decoded client event; every failure is an ``error`` reply."""
+    event_id = client_event_id(obj.get("event_id")) if isinstance(obj, dict) else None
+    try:
+        event = _parse(obj)
+        translation: Translation = _HANDLERS[type(event)](state, event, event_id)
+        return translation
+    except DialectError as exc:
+        reply = error_event(
+            state.next_connection_event_id(),
+            error_type=exc.error_type,
+            code=exc.code,
+            message=exc.message,
+            param=exc.param,
+            client_event_id=event_id,
+        )
+        return Translation(replies=[reply])
+
+
+def _parse(obj: Any) -> Any:
+    if not isinstance(obj, dict):
+        raise DialectError("invalid_event", "an event must be a json object")
+    kind = obj.get("type")
+    if kind is None:
+        raise DialectError("missing_required_parameter", "missing field 'type'", param="type")
+    if type(kind) is not str or kind not in rt.CLIENT_EVENT_TYPES:
+        shown = safe_text(kind) if type(kind) is str else type(kind).__name__
+        raise DialectError("unknown_event", f"unsupported event type {shown!r}", param="type")
+    try:
+        check_json_data(obj)
+    except NotJsonData as exc:
+        raise DialectError("invalid_value", f"invalid '{exc.where}': {exc.reason}") from None
+    try:
+        return _adapter.validate_python(obj)
+    except ValidationError as exc:
+        raise _from_validation(exc) from None
+
+
+def _from_validation(exc: ValidationError) -> DialectError:
+    first = exc.errors(include_url=False, include_input=False)[0]
+    # loc is (event tag, field, ...); a union adds its member's tag ("constrained-int"),
+    # which is no parameter a client wrote.
+    path = [str(p) for p in first["loc"][1:] if type(p) is int or _FIELD_NAME.fullmatch(str(p))]
+    param = ".".join(safe_text(p, 40) for p in path) or None
+    if first["type"] == "missing":
+        return DialectError("missing_required_parameter", f"missing '{param}'", param=param)
+    if first["type"] == "extra_forbidden":
+        return DialectError("unknown_parameter", f"unknown parameter '{param}'", param=param)
+    return DialectError("invalid_value", f"invalid '{param}': {first['msg'].lower()}", param=param)
+
+
+def _session_update(state: DialectState, event: rt.SessionUpdate, eid: str | None) -> Translation:
+    state.config, tools = session_update(state.config, event.session)
+    inputs: list[NativeInput] = []
+    if tools is not None:
+        inputs.append(native.SessionUpdate(type="session.update", id=eid, tools=tools))
+    inputs.append(SessionConfigured(state.config))
+    reply = {
+        "type": "session.updated",
+        "event_id": state.next_connection_event_id(),
+        "session": session_object(state.config),
+    }
+    return Translation(tuple(inputs), [reply])
+
+
+def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> Translation:
+    item = event.item
+    if item.id is not None and item.id in state.items:
+        raise DialectError("invalid_value", f"item {item.id!r} already exists", param="item.id")
+    item_id = item.id or state.next_user_item_id()
+    if item.type == "function_call_output":
+        if item.call_id is None or item.output is None:
+            missing = "item.call_id" if item.call_id is None else "item.output"
+            raise DialectError("missing_required_parameter", f"missing '{missing}'", param=missing)
+        message: NativeInput = native.ToolResult(
+            type="tool.result", id=eid, call_id=item.call_id, output=_tool_output(item.output)
+        )
+        obj = function_call_output_item(item_id, item.call_id, item.output)
+    elif item.type == "message" and item.role == "user":
+        text = _user_text(item)
+        message = native.InputText(type="input.text", id=eid, text=text)
+        obj = user_text_item(item_id, text)
+    else:
+        kind = item.type if item.type != "message" else f"{item.role} message"
+        raise DialectError(
+            "unsupported_item", f"creating a {kind} item is not supported", param="item.type"
+        )
+    previous = state.remember(obj)
+    replies = [
+        {"type": kind, "event_id": state.next_connection_event_id(), "previous_item_id": previous}
+        | {"item": obj}
+        for kind in ("conversation.item.added", "conversation.item.done")
+    ]
+    return Translation((message,), replies)
+
+
+def _user_text(item: rt.Item) -> str:
+    parts = item.content or []
+    if any(part.type != "input_text" for part in parts):
+        raise DialectError(
+            "unsupported_content",
+            "a user item may hold only input_text (send audio with input_audio_buffer.append)",
+            param="item.content",
+        )
+    text = "\n".join(part.text or "" for part in parts)
+    if not text:
+        raise DialectError("invalid_value", "a user item needs text", param="item.content")
+    return text
+
+
+def _tool_output(output: str) -> Any:
+    # A tool's output is JSON text by convention; a plain string is sent as it is.
+    try:
+        value = json.loads(output)
+        check_json_data(value)
+    except (ValueError, NotJsonData, RecursionError):
+        return output
+    return value
+
+
+def _truncate(state: DialectState, event: rt.ItemTruncate, eid: str | None) -> Translation:
+    response_id = state.item_responses.get(event.item_id)
+    if response_id is None:
+        raise DialectError("invalid_value", "no assistant item with that id", param="item_id")
+    if event.content_index != 0:
+        raise DialectError("invalid_value", "an item has one content part", param="content_index")
+    played = native.OutputAudioPlayed(
+        type="output_audio.played", id=eid, response_id=response_id, played_ms=event.audio_end_ms
+    )
+    reply = {
+        "type": "conversation.item.truncated",
+        "event_id": state.next_connection_event_id(),
+        "item_id": event.item_id,
+        "content_index": 0,
+        "audio_end_ms": event.audio_end_ms,
+    }
+    return Translation((played,), [reply])
+
+
+def _delete(state: DialectState, event: rt.ItemDelete, eid: str | None) -> Translation:
+    raise DialectError("unsupported_event", "deleting items is not supported", param="type")
+
+
+def _retrieve(state: DialectState, event: rt.ItemRetrieve, eid: str | None) -> Translation:
+    known = state.items.get(event.item_id)
+    if known is None:
+        raise DialectError("invalid_value", "no recent item with that id", param="item_id")
+    reply = {
+        "type": "conversation.item.retrieved",
+        "event_id": state.next_connection_event_id(),
+        "item": known[0],
+    }
+    return Translation((), [reply])
+
+
+def _append(state: DialectState, event: rt.AudioAppend, eid: str | None) -> Translation:
+    # Checked before decoding: base64 text is 4/3 of the bytes it holds.
+    if len(event.audio) > (state.max_append_bytes + 2) // 3 * 4:
+        raise DialectError(
+            "invalid_value", f"audio over {state.max_append_bytes} bytes", param="audio"
+        )
+    try:
+        pcm = b64decode(event.audio, validate=True)
+    except (binascii.Error, ValueError):
+        raise DialectError("invalid_value", "audio is not valid base64", param="audio") from None
+    if len(pcm) % 2:
+        raise DialectError("invalid_value", "pcm16 audio has an even byte count", param="audio")
+    return Translation((InputAudio(pcm),)) if pcm else Translation()
+
+
+def _commit(state: DialectState, event: rt.AudioCommit, eid: str | None) -> Translation:
+    return Translation((native.InputAudioCommit(type="input_audio.commit", id=eid),))
+
+
+def _clear(state: DialectState, event: rt.AudioClear, eid: str | None) -> Translation:
+    return Translation((native.InputAudioClear(type="input_audio.clear", id=eid),))
+
+
+def _response_create(state: DialectState, event: rt.ResponseCreate, eid: str | None) -> Translation:
+    params = event.response or rt.ResponseParams()
+    config = state.config
+    _same("response.instructions", params.instructions, config.instructions)
+    modalities = None if params.output_modalities is None else tuple(params.output_modalities)
+    _same("response.output_modalities", modalities, config.output_modalities)
+    if params.tools is not None and [t.name for t in params.tools] != [
+        t.name for t in config.tools
+    ]:
+        raise DialectError(
+            "unsupported_value", "per-response tools are not supported", param="response.tools"
+        )
+    if params.conversation not in (None, "auto") or params.input is not None:
+        raise DialectError(
+            "unsupported_value",
+            "out-of-band responses are not supported",
+            param="response.conversation" if params.input is None else "response.input",
+        )
+    limit = params.max_output_tokens if isinstance(params.max_output_tokens, int) else None
+    create = native.ResponseCreate(type="response.create", id=eid, max_output_tokens=limit)
+    return Translation((create,))
+
+
+def _same(param: str, wanted: Any, current: Any) -> None:
+    if wanted is not None and wanted != current:
+        raise DialectError(
+            "unsupported_value",
+            f"a per-response {param.split('.')[-1]} other than the session's is not supported",
+            param=param,
+        )
+
+
+def _cancel(state: DialectState, event: rt.ResponseCancel, eid: str | None) -> Translation:
+    cancel = native.ResponseCancel(type="response.cancel", id=eid, response_id=event.response_id)
+    return Translation((cancel,))
+
+
+def _output_clear(state: DialectState, event: rt.OutputAudioClear, eid: str | None) -> Translation:
+    interrupt = native.ResponseInterrupt(type="response.interrupt", id=eid)
+    replies = [
+        {
+            "type": "output_audio_buffer.cleared",
+            "event_id": state.next_connection_event_id(),
+            "response_id": response_id,
+        }
+        for response_id in state.responses
+    ]
+    return Translation((interrupt,), replies)
+
+
+_HANDLERS: dict[type[Any], Any] = {
+    rt.SessionUpdate: _session_update,
+    rt.ItemCreate: _item_create,
+    rt.ItemTruncate: _truncate,
+    rt.ItemDelete: _delete,
+    rt.ItemRetrieve: _retrieve,
+    rt.AudioAppend: _append,
+    rt.AudioCommit: _commit,
+    rt.AudioClear: _clear,
+    rt.ResponseCreate: _response_create,
+    rt.ResponseCancel: _cancel,
+    rt.OutputAudioClear: _output_clear,
+}

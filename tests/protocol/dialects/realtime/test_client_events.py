@@ -1,0 +1,399 @@
+"""Golden tests: Realtime client events in, the exact native messages and answers out."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from protocol import messages as native
+from protocol.dialects.realtime.client_events import (
+    InputAudio,
+    SessionConfigured,
+    Translation,
+    translate_client_event,
+)
+from protocol.dialects.realtime.server_events import translate_event
+from protocol.dialects.realtime.state import DialectState
+from tests.protocol.dialects.realtime.scenarios import TEXT_TURN, text_state, voice_state
+
+
+def natives(translation: Translation) -> list[Any]:
+    return list(translation.native)
+
+
+def only_error(translation: Translation) -> dict[str, Any]:
+    assert translation.native == ()
+    assert len(translation.replies) == 1
+    reply = translation.replies[0]
+    assert reply["type"] == "error"
+    assert set(reply["error"]) == {"type", "code", "message", "param", "event_id"}
+    error: dict[str, Any] = reply["error"]
+    return error
+
+
+def test_user_text_item_becomes_input_text_and_is_answered_added_then_done() -> None:
+    state = text_state()
+    out = translate_client_event(
+        state,
+        {
+            "type": "conversation.item.create",
+            "event_id": "c1",
+            "item": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Hi there"}],
+            },
+        },
+    )
+    assert natives(out) == [native.InputText(type="input.text", id="c1", text="Hi there")]
+    item = {
+        "id": "item_user_1",
+        "object": "realtime.item",
+        "type": "message",
+        "role": "user",
+        "status": "completed",
+        "content": [
+            {
+                "type": "input_text",
+                "text": "Hi there",
+                "audio": None,
+                "transcript": None,
+                "image_url": None,
+                "detail": None,
+            }
+        ],
+    }
+    assert out.replies == [
+        {
+            "type": "conversation.item.added",
+            "event_id": "event_c1",
+            "previous_item_id": None,
+            "item": item,
+        },
+        {
+            "type": "conversation.item.done",
+            "event_id": "event_c2",
+            "previous_item_id": None,
+            "item": item,
+        },
+    ]
+
+
+def test_function_call_output_becomes_a_tool_result_with_its_json_output() -> None:
+    state = voice_state()
+    out = translate_client_event(
+        state,
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "function_call_output", "call_id": "call_1", "output": '{"ok":true}'},
+        },
+    )
+    assert natives(out) == [
+        native.ToolResult(type="tool.result", call_id="call_1", output={"ok": True})
+    ]
+    assert [reply["type"] for reply in out.replies] == [
+        "conversation.item.added",
+        "conversation.item.done",
+    ]
+    plain = translate_client_event(
+        state,
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "function_call_output", "call_id": "call_2", "output": "sunny"},
+        },
+    )
+    assert natives(plain) == [
+        native.ToolResult(type="tool.result", call_id="call_2", output="sunny")
+    ]
+
+
+def test_session_update_sets_tools_instructions_and_server_vad() -> None:
+    state = voice_state()
+    out = translate_client_event(
+        state,
+        {
+            "type": "session.update",
+            "event_id": "s1",
+            "session": {
+                "type": "realtime",
+                "instructions": "Be brief.",
+                "output_modalities": ["text"],
+                "tools": [
+                    {"type": "function", "name": "get_time", "parameters": {"type": "object"}}
+                ],
+                "audio": {
+                    "input": {
+                        "format": {"type": "audio/pcm", "rate": 24000},
+                        "turn_detection": {
+                            "type": "server_vad",
+                            "threshold": 0.6,
+                            "silence_duration_ms": 700,
+                            "create_response": False,
+                        },
+                    }
+                },
+            },
+        },
+    )
+    tool = native.ToolSpec(name="get_time", parameters={"type": "object"})
+    assert natives(out) == [
+        native.SessionUpdate(type="session.update", id="s1", tools=[tool]),
+        SessionConfigured(state.config),
+    ]
+    assert state.config.instructions == "Be brief."
+    assert state.config.output_modalities == ("text",)
+    detection = state.config.turn_detection
+    assert detection is not None
+    assert (detection.threshold, detection.silence_duration_ms, detection.prefix_padding_ms) == (
+        0.6,
+        700,
+        300,
+    )
+    assert (detection.create_response, detection.interrupt_response) == (False, True)
+    (reply,) = out.replies
+    assert reply["type"] == "session.updated"
+    assert reply["session"]["instructions"] == "Be brief."
+    assert reply["session"]["tools"][0]["name"] == "get_time"
+    assert reply["session"]["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 700
+
+
+def test_turn_detection_null_turns_server_vad_off() -> None:
+    state = voice_state()
+    out = translate_client_event(
+        state, {"type": "session.update", "session": {"audio": {"input": {"turn_detection": None}}}}
+    )
+    assert natives(out) == [SessionConfigured(state.config)]
+    assert state.config.turn_detection is None
+    assert out.replies[0]["session"]["audio"]["input"]["turn_detection"] is None
+
+
+def test_audio_buffer_events() -> None:
+    state = voice_state()
+    pcm = b"\x01\x00\xff\x7f"
+    append = {"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}
+    assert translate_client_event(state, append) == Translation((InputAudio(pcm),))
+    assert natives(translate_client_event(state, {"type": "input_audio_buffer.commit"})) == [
+        native.InputAudioCommit(type="input_audio.commit")
+    ]
+    assert natives(translate_client_event(state, {"type": "input_audio_buffer.clear"})) == [
+        native.InputAudioClear(type="input_audio.clear")
+    ]
+    empty = {"type": "input_audio_buffer.append", "audio": ""}
+    assert translate_client_event(state, empty) == Translation()
+
+
+def test_response_create_cancel_and_output_audio_clear() -> None:
+    state = text_state()
+    create = {
+        "type": "response.create",
+        "event_id": "r1",
+        "response": {
+            "max_output_tokens": 50,
+            "output_modalities": ["text"],
+            "metadata": {"a": "b"},
+        },
+    }
+    assert natives(translate_client_event(state, create)) == [
+        native.ResponseCreate(type="response.create", id="r1", max_output_tokens=50)
+    ]
+    assert natives(translate_client_event(state, {"type": "response.create"})) == [
+        native.ResponseCreate(type="response.create")
+    ]
+    cancel = {"type": "response.cancel", "response_id": "resp_1"}
+    assert natives(translate_client_event(state, cancel)) == [
+        native.ResponseCancel(type="response.cancel", response_id="resp_1")
+    ]
+    translate_event(state, TEXT_TURN[0])
+    cleared = translate_client_event(state, {"type": "output_audio_buffer.clear"})
+    assert natives(cleared) == [native.ResponseInterrupt(type="response.interrupt")]
+    assert cleared.replies == [
+        {"type": "output_audio_buffer.cleared", "event_id": "event_c1", "response_id": "resp_1"}
+    ]
+
+
+def test_truncate_and_retrieve_name_an_assistant_item_by_its_id() -> None:
+    state = text_state()
+    for message in TEXT_TURN:
+        translate_event(state, message)
+    out = translate_client_event(
+        state,
+        {
+            "type": "conversation.item.truncate",
+            "item_id": "item_resp_1_0",
+            "content_index": 0,
+            "audio_end_ms": 1500,
+        },
+    )
+    assert natives(out) == [
+        native.OutputAudioPlayed(type="output_audio.played", response_id="resp_1", played_ms=1500)
+    ]
+    assert out.replies == [
+        {
+            "type": "conversation.item.truncated",
+            "event_id": "event_c1",
+            "item_id": "item_resp_1_0",
+            "content_index": 0,
+            "audio_end_ms": 1500,
+        }
+    ]
+    got = translate_client_event(
+        state, {"type": "conversation.item.retrieve", "item_id": "item_resp_1_0"}
+    )
+    assert got.native == ()
+    assert got.replies[0]["type"] == "conversation.item.retrieved"
+    assert got.replies[0]["item"]["content"][0]["text"] == "Hello"
+
+
+def b64(size: int) -> str:
+    return base64.b64encode(b"\x00" * size).decode()
+
+
+HOSTILE: list[tuple[Any, str, str | None]] = [
+    ([], "invalid_event", None),
+    ("session.update", "invalid_event", None),
+    ({}, "missing_required_parameter", "type"),
+    ({"type": "transcription_session.update"}, "unknown_event", "type"),
+    ({"type": 42}, "unknown_event", "type"),
+    ({"type": "response.create", "surprise": 1}, "unknown_parameter", "surprise"),
+    ({"type": "response.cancel", "response_id": 7}, "invalid_value", "response_id"),
+    ({"type": "input_audio_buffer.append"}, "missing_required_parameter", "audio"),
+    ({"type": "input_audio_buffer.append", "audio": 12}, "invalid_value", "audio"),
+    ({"type": "input_audio_buffer.append", "audio": "***not base64***"}, "invalid_value", "audio"),
+    ({"type": "input_audio_buffer.append", "audio": "AAA"}, "invalid_value", "audio"),
+    ({"type": "input_audio_buffer.append", "audio": "AAAAAAAA\n"}, "invalid_value", "audio"),
+    ({"type": "input_audio_buffer.append", "audio": "é" * 8}, "invalid_value", "audio"),
+    ({"type": "input_audio_buffer.append", "audio": b64(3)}, "invalid_value", "audio"),
+    (
+        {"type": "input_audio_buffer.append", "audio": b64(4 * 1024 * 1024)},
+        "invalid_value",
+        "audio",
+    ),
+    ({"type": "conversation.item.create", "item": "hi"}, "invalid_value", "item"),
+    (
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "message", "role": "system", "content": []},
+        },
+        "unsupported_item",
+        "item.type",
+    ),
+    (
+        {
+            "type": "conversation.item.create",
+            "item": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_audio", "audio": "AAAA"}],
+            },
+        },
+        "unsupported_content",
+        "item.content",
+    ),
+    (
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "function_call_output", "call_id": "c"},
+        },
+        "missing_required_parameter",
+        "item.output",
+    ),
+    ({"type": "conversation.item.delete", "item_id": "item_x"}, "unsupported_event", "type"),
+    ({"type": "conversation.item.retrieve", "item_id": "item_x"}, "invalid_value", "item_id"),
+    (
+        {
+            "type": "conversation.item.truncate",
+            "item_id": "item_x",
+            "content_index": 0,
+            "audio_end_ms": 1,
+        },
+        "invalid_value",
+        "item_id",
+    ),
+    (
+        {
+            "type": "conversation.item.truncate",
+            "item_id": "i",
+            "content_index": 0,
+            "audio_end_ms": -1,
+        },
+        "invalid_value",
+        "audio_end_ms",
+    ),
+    (
+        {"type": "session.update", "session": {"tool_choice": "required"}},
+        "unsupported_value",
+        "session.tool_choice",
+    ),
+    (
+        {
+            "type": "session.update",
+            "session": {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
+        },
+        "unsupported_value",
+        "session.audio.input.format",
+    ),
+    (
+        {
+            "type": "session.update",
+            "session": {"audio": {"input": {"turn_detection": {"type": "semantic_vad"}}}},
+        },
+        "unsupported_value",
+        "session.audio.input.turn_detection.type",
+    ),
+    (
+        {
+            "type": "session.update",
+            "session": {"tools": [{"type": "function", "name": "bad name"}]},
+        },
+        "invalid_value",
+        "session.tools.0.name",
+    ),
+    ({"type": "session.update", "session": {"instructions": "\ud800"}}, "invalid_value", None),
+    (
+        {"type": "response.create", "response": {"instructions": "other"}},
+        "unsupported_value",
+        "response.instructions",
+    ),
+    (
+        {"type": "response.create", "response": {"conversation": "none"}},
+        "unsupported_value",
+        "response.conversation",
+    ),
+    (
+        {"type": "response.create", "response": {"max_output_tokens": 0}},
+        "invalid_value",
+        "response.max_output_tokens",
+    ),
+]
+
+
+@pytest.mark.parametrize(("event", "code", "param"), HOSTILE)
+def test_bad_or_unsupported_events_are_an_error_event_never_an_exception(
+    event: Any, code: str, param: str | None
+) -> None:
+    state = voice_state()
+    before = state.config
+    error = only_error(translate_client_event(state, event))
+    assert (error["code"], error["param"]) == (code, param)
+    assert error["type"] == "invalid_request_error"
+    assert state.config == before
+
+
+def test_error_echoes_a_safe_client_event_id_only() -> None:
+    state = DialectState(text_state().config)
+    ok = only_error(translate_client_event(state, {"type": "nope", "event_id": "e1"}))
+    assert ok["event_id"] == "e1"
+    long_id = only_error(translate_client_event(state, {"type": "nope", "event_id": "x" * 129}))
+    assert long_id["event_id"] is None
+    odd = only_error(translate_client_event(state, {"type": "nope", "event_id": "\udc80"}))
+    assert odd["event_id"] is None
+
+
+def test_deeply_nested_input_is_refused_without_recursion() -> None:
+    nested: Any = {}
+    for _ in range(100_000):
+        nested = {"a": nested}
+    event = {"type": "session.update", "session": {"tools": [{"name": "t", "parameters": nested}]}}
+    assert only_error(translate_client_event(voice_state(), event))["code"] == "invalid_value"
