@@ -137,3 +137,26 @@ SCENARIOS = {
     "tool_call": (voice_state, TOOL_CALL),
     "failures": (text_state, FAILURES),
 }
+
+
+CLIENT_EVENTS: list[Any] = [
+    {
+        "type": "session.update",
+        "session": {"instructions": "Be brief.", "output_modalities": ["text"]},
+    },
+    {
+        "type": "conversation.item.create",
+        "item": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Hi"}],
+        },
+    },
+    {
+        "type": "conversation.item.create",
+        "item": {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
+    },
+    {"type": "conversation.item.retrieve", "item_id": "item_user_1"},
+    {"type": "nope", "event_id": "e1"},
+]
+"""Client events the dialect answers itself (after ``session.created``)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +16,16 @@ from protocol.dialects.realtime.client_events import (
     Translation,
     translate_client_event,
 )
-from protocol.dialects.realtime.server_events import translate_event
+from protocol.dialects.realtime.server_events import session_created, translate_event
 from protocol.dialects.realtime.state import DialectState
-from tests.protocol.dialects.realtime.scenarios import TEXT_TURN, text_state, voice_state
+from tests.protocol.dialects.realtime.scenarios import (
+    CLIENT_EVENTS,
+    TEXT_TURN,
+    text_state,
+    voice_state,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
 
 
 def natives(translation: Translation) -> list[Any]:
@@ -397,3 +406,12 @@ def test_deeply_nested_input_is_refused_without_recursion() -> None:
         nested = {"a": nested}
     event = {"type": "session.update", "session": {"tools": [{"name": "t", "parameters": nested}]}}
     assert only_error(translate_client_event(voice_state(), event))["code"] == "invalid_value"
+
+
+def test_the_dialects_own_answers_match_their_golden_events() -> None:
+    state = voice_state()
+    replies = [session_created(state)]
+    for event in CLIENT_EVENTS:
+        replies.extend(translate_client_event(state, event).replies)
+    lines = (GOLDEN / "client_replies.jsonl").read_text(encoding="utf-8").splitlines()
+    assert replies == [json.loads(line) for line in lines]
