@@ -224,6 +224,10 @@ class Connection:
         if wait_ms := self.quota.message():  # the principal's rate, across its connections
             self.close(CloseCode.RATE_LIMITED, f"rate limited; retry_after_ms={wait_ms}")
             return
+        await self._on_data(frame)
+
+    async def _on_data(self, frame: str | bytes) -> None:
+        """A frame that passed the rate limits: audio, or a message to parse and dispatch."""
         if isinstance(frame, bytes) and is_audio_frame(frame):
             if self.runtime is None:
                 self.reject(ProtocolViolation(ErrorCode.NO_SESSION, "audio needs a session"))
@@ -313,6 +317,10 @@ class Connection:
         except Exception as exc:
             raise EventNotEncodable(f"{message.get('type')} could not be encoded: {exc}") from exc
 
+    async def _send_event(self, event: Event) -> None:
+        """Send one numbered session event (a dialect may send it as several frames)."""
+        await self._send(self._encode_event(event))
+
     def _encode_event(self, event: Event) -> tuple[bytes, bool]:
         """The event's frame; an event that cannot be encoded is voided first.
 
@@ -342,7 +350,7 @@ class Connection:
     async def _write(self) -> None:
         send = self._send
         encode = self._encode_control
-        encode_event = self._encode_event
+        send_event = self._send_event
         control = self._control
         while True:
             self._wake_pending = False
@@ -352,7 +360,7 @@ class Connection:
                     continue
                 replay = self._replay
                 if replay:
-                    await send(encode_event(replay.popleft()))
+                    await send_event(replay.popleft())
                     continue
                 self._replay = None
                 runtime = self.runtime
@@ -361,7 +369,7 @@ class Connection:
                 event = runtime.next_event()
                 if event is None:
                     break
-                await send(encode_event(event))
+                await send_event(event)
                 if event.type == "response.done":
                     runtime.settle()
                 self._check_acks(event, runtime)

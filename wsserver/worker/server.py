@@ -17,6 +17,7 @@ import socket
 import time
 from collections.abc import Coroutine
 from typing import Any
+from urllib.parse import parse_qs
 
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request
@@ -36,6 +37,7 @@ from wsserver.session.persistence import Persister
 from wsserver.session.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import SessionStore
 from wsserver.transport.control_frames import control_frame_limited
+from wsserver.transport.realtime import DEFAULT_MODEL, REALTIME_PATH, RealtimeConnection
 from wsserver.transport.websocket import Connection
 from wsserver.worker import components, drain, handshake
 from wsserver.worker.http_endpoints import HttpEndpoints, no_websocket
@@ -202,7 +204,7 @@ class WorkerServer:
         if isinstance(quota, Refusal):  # concurrent handshakes raced past the check
             await ws.close(CloseCode.CONNECTION_LIMIT_REACHED, quota.message)
             return
-        connection = Connection(ws, self)
+        connection = _connection_for(ws, self)
         connection.quota = quota
         self.connections.add(connection)
         try:
@@ -325,6 +327,16 @@ class WorkerServer:
             "quotas": self.front_door.quotas.stats(),
             "uptime_s": round(time.time() - self.started_at, 3),
         }
+
+
+def _connection_for(ws: ServerConnection, server: WorkerServer) -> Connection:
+    """The native connection, or the Realtime dialect's on its path."""
+    assert ws.request is not None
+    path, _, query = ws.request.path.partition("?")
+    if path == REALTIME_PATH:
+        model = parse_qs(query).get("model", [DEFAULT_MODEL])[0][:128]
+        return RealtimeConnection(ws, server, model)
+    return Connection(ws, server)
 
 
 def default_worker_id() -> str:

@@ -27,6 +27,7 @@ from protocol.dialects.realtime.session_config import SessionConfig, session_obj
 from protocol.dialects.realtime.session_update import session_update
 from protocol.dialects.realtime.state import DialectState
 from protocol.json_value import NotJsonData, check_json_data, safe_text
+from protocol.session.inputs import SessionMessage
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class SessionConfigured:
     config: SessionConfig
 
 
-NativeInput = native.ClientMessage | InputAudio | SessionConfigured
+NativeInput = SessionMessage | InputAudio | SessionConfigured
 
 
 @dataclass(frozen=True, slots=True)

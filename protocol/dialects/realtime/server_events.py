@@ -91,7 +91,12 @@ def _text_delta(state: DialectState, message: dict[str, Any]) -> list[RealtimeEv
 def _audio_delta(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     response = _response(state, message)
     audio = message.get("audio")
-    if response is None or not isinstance(audio, bytes | bytearray):
+    # A client that asked for text only gets no audio, whatever the engine made.
+    if (
+        response is None
+        or not isinstance(audio, bytes | bytearray)
+        or not state.config.audio_output
+    ):
         return []
     events, item = ensure_message(state, response)
     item.audio_started = True

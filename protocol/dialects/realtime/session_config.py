@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from protocol.messages import ToolSpec, TurnDetection
 
-SAMPLE_RATE = 24000
+SAMPLE_RATE: Literal[24000] = 24000
 PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": SAMPLE_RATE}
 DEFAULT_VOICE = "alloy"
 

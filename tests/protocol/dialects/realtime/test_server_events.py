@@ -112,3 +112,10 @@ def test_golden_events_are_complete_objects_of_the_sdk_types() -> None:
         [SDK_PYTHON, str(checker), *files], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_text_only_session_gets_no_audio_deltas() -> None:
+    state = text_state()
+    translate_event(state, {"type": "response.created", "seq": 1, "response_id": "resp_1"})
+    audio = {"type": "response.audio.delta", "seq": 2, "response_id": "resp_1", "audio": b"\0\0"}
+    assert translate_event(state, audio) == []

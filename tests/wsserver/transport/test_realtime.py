@@ -1,0 +1,83 @@
+"""``/v1/realtime`` with the unmodified openai SDK as the client (in its own environment).
+
+The SDK pins ``websockets<16``, so it runs from its own Python
+(``WSSERVER_OPENAI_SDK_PYTHON``) as a subprocess against a real ``wsserver serve``
+with API keys (``Authorization: Bearer``, as the SDK sends them).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.processes import WorkerProcess
+from wsserver.frontdoor.api_keys import key_line, new_api_key
+
+SDK_PYTHON = os.environ.get("WSSERVER_OPENAI_SDK_PYTHON")
+HERE = Path(__file__).parent
+
+pytestmark = pytest.mark.skipif(
+    SDK_PYTHON is None, reason="set WSSERVER_OPENAI_SDK_PYTHON to a python with openai[realtime]"
+)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WorkerProcess, str]]:
+    key = new_api_key()
+    keys = tmp_path_factory.mktemp("realtime") / "keys"
+    keys.write_text(key_line("alice", key) + "\n")
+    worker = WorkerProcess(
+        "--api-keys-file", str(keys), "--answer-tokens", "8", name="realtime-worker"
+    ).start()
+    try:
+        yield worker, key
+    finally:
+        worker.stop()
+
+
+def sdk(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    assert SDK_PYTHON is not None
+    return subprocess.run(
+        [SDK_PYTHON, str(HERE / script), *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
+    worker, key = served
+    result = sdk("realtime_sdk_text_turn.py", worker.http + "/v1", key)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    types = summary["types"]
+    assert types[0] == "session.created"
+    assert summary["session_id"].startswith("sess_")
+    assert types[-1] == "response.done"
+    assert types.count("response.done") == 1
+    assert "response.output_audio.delta" not in types
+    for expected in (
+        "session.updated",
+        "conversation.item.added",
+        "response.created",
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    ):
+        assert expected in types
+    assert summary["status"] == "completed"
+    assert summary["text"] and summary["output_text"] == summary["text"]
+    assert summary["output_tokens"] == 8
+    assert summary["total_tokens"] == summary["input_tokens"] + 8
+
+
+def test_sdk_with_a_wrong_key_is_refused(served: tuple[WorkerProcess, str]) -> None:
+    worker, _ = served
+    result = sdk("realtime_sdk_text_turn.py", worker.http + "/v1", new_api_key())
+    assert result.returncode != 0
+    assert "401" in result.stderr
