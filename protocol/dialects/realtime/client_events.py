@@ -137,6 +137,9 @@ def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> 
             type="tool.result", id=eid, call_id=item.call_id, output=_tool_output(item.output)
         )
         obj = function_call_output_item(item_id, item.call_id, item.output)
+        for response in state.responses.values():
+            if item.call_id in response.calls:
+                response.continues_after_results = True
     elif item.type == "message" and item.role == "user":
         text = _user_text(item)
         message = native.InputText(type="input.text", id=eid, text=text)
@@ -255,6 +258,10 @@ def _response_create(state: DialectState, event: rt.ResponseCreate, eid: str | N
             "out-of-band responses are not supported",
             param="response.conversation" if params.input is None else "response.input",
         )
+    if any(response.continues_after_results for response in state.responses.values()):
+        # A native response takes its tool results and answers on, as one response
+        # (docs/REALTIME.md, tool rounds): the client's next response.create is that answer.
+        return Translation()
     limit = params.max_output_tokens if isinstance(params.max_output_tokens, int) else None
     create = native.ResponseCreate(type="response.create", id=eid, max_output_tokens=limit)
     return Translation((create,))

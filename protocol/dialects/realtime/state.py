@@ -49,6 +49,9 @@ class ResponseState:
     message: OutputItem | None = None
     """The message item text and audio deltas go to now (none open: the next opens one)."""
     calls: dict[str, OutputItem] = field(default_factory=dict)
+    continues_after_results: bool = False
+    """The client sent a result of one of its calls: the native response goes on by
+    itself, so the ``response.create`` a Realtime client sends next starts nothing."""
 
     def new_item(self, kind: Literal["message", "function_call"]) -> OutputItem:
         """Open the response's next output item."""

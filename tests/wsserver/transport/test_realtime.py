@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -32,7 +33,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WorkerPro
     keys = tmp_path_factory.mktemp("realtime") / "keys"
     keys.write_text(key_line("alice", key) + "\n")
     worker = WorkerProcess(
-        "--api-keys-file", str(keys), "--answer-tokens", "8", name="realtime-worker"
+        "--api-keys-file",
+        str(keys),
+        "--answer-tokens",
+        "8",
+        "--decode-rate",
+        "50",
+        name="realtime-worker",
     ).start()
     try:
         yield worker, key
@@ -40,18 +47,27 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WorkerPro
         worker.stop()
 
 
-def sdk(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+def sdk(mode: str, worker: WorkerProcess, key: str) -> subprocess.CompletedProcess[str]:
+    """Run one mode of realtime_sdk_turns.py with the SDK's python."""
     assert SDK_PYTHON is not None
+    script = str(HERE / "realtime_sdk_turns.py")
     return subprocess.run(
-        [SDK_PYTHON, str(HERE / script), *args], capture_output=True, text=True, timeout=60
+        [SDK_PYTHON, script, mode, worker.http + "/v1", key],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
+
+
+def summary_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+    return summary
 
 
 def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
     worker, key = served
-    result = sdk("realtime_sdk_text_turn.py", worker.http + "/v1", key)
-    assert result.returncode == 0, result.stderr[-3000:]
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    summary = summary_of(sdk("text", worker, key))
     types = summary["types"]
     assert types[0] == "session.created"
     assert summary["session_id"].startswith("sess_")
@@ -71,13 +87,30 @@ def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
     ):
         assert expected in types
     assert summary["status"] == "completed"
-    assert summary["text"] and summary["output_text"] == summary["text"]
+    assert summary["text"] and summary["output_text"] == [summary["text"]]
     assert summary["output_tokens"] == 8
     assert summary["total_tokens"] == summary["input_tokens"] + 8
 
 
 def test_sdk_with_a_wrong_key_is_refused(served: tuple[WorkerProcess, str]) -> None:
     worker, _ = served
-    result = sdk("realtime_sdk_text_turn.py", worker.http + "/v1", new_api_key())
+    result = sdk("text", worker, new_api_key())
     assert result.returncode != 0
     assert "401" in result.stderr
+
+
+def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str]) -> None:
+    summary = summary_of(sdk("cancel", *served))
+    assert (summary["status"], summary["reason"]) == ("cancelled", "client_cancelled")
+    assert summary["types"].count("response.done") == 1
+    assert summary["output_tokens"] < 8
+
+
+def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None:
+    summary = summary_of(sdk("tool", *served))
+    assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+    # The native response answers on after the result, as one response (docs/REALTIME.md).
+    assert summary["output_types"] == ["function_call", "message"]
+    assert '{"temp_c": 21}' in summary["text"]
+    assert "errors" not in summary
+    assert summary["status"] == "completed"

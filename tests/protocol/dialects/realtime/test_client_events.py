@@ -21,6 +21,7 @@ from protocol.dialects.realtime.state import DialectState
 from tests.protocol.dialects.realtime.scenarios import (
     CLIENT_EVENTS,
     TEXT_TURN,
+    TOOL_CALL,
     text_state,
     voice_state,
 )
@@ -415,3 +416,22 @@ def test_the_dialects_own_answers_match_their_golden_events() -> None:
         replies.extend(translate_client_event(state, event).replies)
     lines = (GOLDEN / "client_replies.jsonl").read_text(encoding="utf-8").splitlines()
     assert replies == [json.loads(line) for line in lines]
+
+
+def test_response_create_after_a_tool_result_of_the_running_response_starts_nothing() -> None:
+    state = voice_state()
+    for message in TOOL_CALL[:5]:  # up to the complete call; the response still runs
+        translate_event(state, message)
+    output = {
+        "type": "conversation.item.create",
+        "item": {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
+    }
+    assert natives(translate_client_event(state, output)) == [
+        native.ToolResult(type="tool.result", call_id="call_1", output={})
+    ]
+    assert translate_client_event(state, {"type": "response.create"}) == Translation()
+    for message in TOOL_CALL[5:]:
+        translate_event(state, message)
+    assert natives(translate_client_event(state, {"type": "response.create"})) == [
+        native.ResponseCreate(type="response.create")
+    ]
