@@ -3,16 +3,21 @@ SDK, in one of three modes, read through the SDK's typed objects. Prints one JSO
 
 * ``text``: a text turn: the event types, the text, the final status and usage;
 * ``cancel``: ``response.cancel`` after the first text delta: the final status;
-* ``tool``: a function call, its ``function_call_output``, and the answer that follows.
+* ``tool``: a function call, its ``function_call_output``, and the answer that follows;
+* ``audio``: a spoken turn (a 16 kHz WAV, resampled to 24 kHz) appended in real time
+  with server VAD on, answered by voice.
 
-Usage: python realtime_sdk_turns.py MODE BASE_URL API_KEY
+Usage: python realtime_sdk_turns.py MODE BASE_URL API_KEY [WAV]
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
+import wave
+from array import array
 from typing import Any
 
 from openai import AsyncOpenAI
@@ -29,7 +34,37 @@ WEATHER_TOOL = {
 }
 
 
-async def main(mode: str, base_url: str, api_key: str) -> None:
+def speech_24k(path: str) -> bytes:
+    """The WAV's speech at 24 kHz between 300 ms and 1200 ms of silence."""
+    with wave.open(path) as wav:
+        rate, data = wav.getframerate(), wav.readframes(wav.getnframes())
+    return bytes(24 * 2 * 300) + resample(data, rate, 24000) + bytes(24 * 2 * 1200)
+
+
+def resample(pcm: bytes, source: int, target: int) -> bytes:
+    """PCM16 from ``source`` Hz to ``target`` Hz by linear interpolation (test speech)."""
+    samples = array("h", pcm)
+    count = len(samples) * target // source
+    out = array("h", bytes(2 * count))
+    for index in range(count):
+        position = index * source / target
+        low = int(position)
+        high = min(low + 1, len(samples) - 1)
+        fraction = position - low
+        out[index] = int(samples[low] * (1 - fraction) + samples[high] * fraction)
+    return out.tobytes()
+
+
+async def speak(connection: Any, audio: bytes) -> None:
+    """Append ``audio`` in 100 ms pieces at the pace it plays."""
+    step = 24000 * 2 // 10
+    for offset in range(0, len(audio), step):
+        chunk = base64.b64encode(audio[offset : offset + step]).decode()
+        await connection.input_audio_buffer.append(audio=chunk)
+        await asyncio.sleep(0.1)
+
+
+async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -> None:
     client = AsyncOpenAI(api_key=api_key, base_url=base_url)
     types: list[str] = []
     text: list[str] = []
@@ -39,6 +74,27 @@ async def main(mode: str, base_url: str, api_key: str) -> None:
         types.append(created.type)
         if created.type == "session.created":
             summary["session_id"] = created.session.id
+        audio_bytes = 0
+        if mode == "audio":
+            assert wav is not None
+            speaking = asyncio.create_task(speak(connection, speech_24k(wav)))
+            async for event in connection:
+                types.append(event.type)
+                if event.type == "response.output_audio.delta":
+                    audio_bytes += len(base64.b64decode(event.delta))
+                if event.type == "response.output_audio_transcript.delta":
+                    text.append(event.delta)
+                if event.type == "response.done":
+                    await speaking
+                    summary.update(
+                        types=types,
+                        text="".join(text),
+                        audio_bytes=audio_bytes,
+                        status=event.response.status,
+                        output_types=[item.type for item in event.response.output],
+                    )
+                    print(json.dumps(summary))
+                    return
         session: dict[str, Any] = {"type": "realtime", "output_modalities": ["text"]}
         if mode == "tool":
             session["tools"] = [WEATHER_TOOL]
@@ -90,4 +146,4 @@ async def main(mode: str, base_url: str, api_key: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
+    asyncio.run(main(*sys.argv[1:5]))

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.processes import WorkerProcess
+from tests.wsserver.audio_fixtures import FIXTURES
 from wsserver.frontdoor.api_keys import key_line, new_api_key
 
 SDK_PYTHON = os.environ.get("WSSERVER_OPENAI_SDK_PYTHON")
@@ -47,12 +48,14 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WorkerPro
         worker.stop()
 
 
-def sdk(mode: str, worker: WorkerProcess, key: str) -> subprocess.CompletedProcess[str]:
+def sdk(
+    mode: str, worker: WorkerProcess, key: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
     """Run one mode of realtime_sdk_turns.py with the SDK's python."""
     assert SDK_PYTHON is not None
     script = str(HERE / "realtime_sdk_turns.py")
     return subprocess.run(
-        [SDK_PYTHON, script, mode, worker.http + "/v1", key],
+        [SDK_PYTHON, script, mode, worker.http + "/v1", key, *extra],
         capture_output=True,
         text=True,
         timeout=60,
@@ -113,4 +116,26 @@ def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None
     assert summary["output_types"] == ["function_call", "message"]
     assert '{"temp_c": 21}' in summary["text"]
     assert "errors" not in summary
+    assert summary["status"] == "completed"
+
+
+def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    speech = str(FIXTURES / "speech_hello.wav")
+    summary = summary_of(sdk("audio", *served, speech))
+    types = summary["types"]
+    turn = [
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+        "response.created",
+    ]
+    assert types[1:7] == turn
+    assert "response.output_audio.delta" in types
+    assert "response.output_text.delta" not in types
+    assert summary["audio_bytes"] > 0
+    assert summary["text"]
     assert summary["status"] == "completed"
