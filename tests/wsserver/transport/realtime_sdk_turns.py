@@ -5,7 +5,9 @@ SDK, in one of three modes, read through the SDK's typed objects. Prints one JSO
 * ``cancel``: ``response.cancel`` after the first text delta: the final status;
 * ``tool``: a function call, its ``function_call_output``, and the answer that follows;
 * ``audio``: a spoken turn (a 16 kHz WAV, resampled to 24 kHz) appended in real time
-  with server VAD on, answered by voice.
+  with server VAD on, answered by voice;
+* ``barge_in``: the same, spoken again while the answer streams: the first
+  ``response.done`` (cancelled by the turn).
 
 Usage: python realtime_sdk_turns.py MODE BASE_URL API_KEY [WAV]
 """
@@ -75,24 +77,34 @@ async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -
         if created.type == "session.created":
             summary["session_id"] = created.session.id
         audio_bytes = 0
-        if mode == "audio":
+        if mode in ("audio", "barge_in"):
             assert wav is not None
-            speaking = asyncio.create_task(speak(connection, speech_24k(wav)))
+            speech = speech_24k(wav)
+            speaking = asyncio.create_task(speak(connection, speech))
             async for event in connection:
                 types.append(event.type)
+                if mode == "barge_in" and event.type == "response.created":
+                    # Speak again while the answer streams: server VAD interrupts it.
+                    await speaking
+                    speaking = asyncio.create_task(speak(connection, speech))
                 if event.type == "response.output_audio.delta":
                     audio_bytes += len(base64.b64decode(event.delta))
                 if event.type == "response.output_audio_transcript.delta":
                     text.append(event.delta)
                 if event.type == "response.done":
-                    await speaking
                     summary.update(
                         types=types,
                         text="".join(text),
                         audio_bytes=audio_bytes,
                         status=event.response.status,
+                        reason=(
+                            event.response.status_details.reason
+                            if event.response.status_details
+                            else None
+                        ),
                         output_types=[item.type for item in event.response.output],
                     )
+                    speaking.cancel()
                     print(json.dumps(summary))
                     return
         session: dict[str, Any] = {"type": "realtime", "output_modalities": ["text"]}

@@ -28,20 +28,33 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WorkerProcess, str]]:
+def start_worker(
+    tmp_path_factory: pytest.TempPathFactory, *flags: str
+) -> tuple[WorkerProcess, str]:
+    """A worker with one API key, and that key."""
     key = new_api_key()
     keys = tmp_path_factory.mktemp("realtime") / "keys"
     keys.write_text(key_line("alice", key) + "\n")
-    worker = WorkerProcess(
-        "--api-keys-file",
-        str(keys),
-        "--answer-tokens",
-        "8",
-        "--decode-rate",
-        "50",
-        name="realtime-worker",
-    ).start()
+    worker = WorkerProcess("--api-keys-file", str(keys), *flags, name="realtime-worker")
+    return worker.start(), key
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[WorkerProcess, str]]:
+    """Short answers (8 tokens, 50 a second)."""
+    worker, key = start_worker(tmp_path_factory, "--answer-tokens", "8", "--decode-rate", "50")
+    try:
+        yield worker, key
+    finally:
+        worker.stop()
+
+
+@pytest.fixture(scope="module")
+def served_slowly(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[WorkerProcess, str]]:
+    """Answers that stream for 10 s (200 tokens, 20 a second): time to barge in."""
+    worker, key = start_worker(tmp_path_factory, "--answer-tokens", "200", "--decode-rate", "20")
     try:
         yield worker, key
     finally:
@@ -139,3 +152,15 @@ def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
     assert summary["audio_bytes"] > 0
     assert summary["text"]
     assert summary["status"] == "completed"
+
+
+def test_sdk_barge_in_cancels_the_answer_with_turn_detected(
+    served_slowly: tuple[WorkerProcess, str],
+) -> None:
+    speech = str(FIXTURES / "speech_hello.wav")
+    summary = summary_of(sdk("barge_in", *served_slowly, speech))
+    assert (summary["status"], summary["reason"]) == ("cancelled", "turn_detected")
+    types = summary["types"]
+    assert types.count("input_audio_buffer.speech_started") == 2
+    # The answer's items end before its response.done, as incomplete.
+    assert types[-3:] == ["response.output_item.done", "conversation.item.done", "response.done"]
