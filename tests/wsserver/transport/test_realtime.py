@@ -1,12 +1,13 @@
-"""``/v1/realtime`` with the unmodified openai SDK as the client (in its own environment).
+"""``/v1/realtime`` against a real ``wsserver serve`` with API keys.
 
-The SDK pins ``websockets<16``, so it runs from its own Python
-(``WSSERVER_OPENAI_SDK_PYTHON``) as a subprocess against a real ``wsserver serve``
-with API keys (``Authorization: Bearer``, as the SDK sends them).
+Most tests use the unmodified openai SDK as the client. It pins ``websockets<16``, so
+it runs from its own Python (``WSSERVER_OPENAI_SDK_PYTHON``) as a subprocess; the
+hostile-input test speaks raw frames with this environment's websockets.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from tests.processes import WorkerProcess
 from tests.wsserver.audio_fixtures import FIXTURES
@@ -23,7 +26,7 @@ from wsserver.frontdoor.api_keys import key_line, new_api_key
 SDK_PYTHON = os.environ.get("WSSERVER_OPENAI_SDK_PYTHON")
 HERE = Path(__file__).parent
 
-pytestmark = pytest.mark.skipif(
+needs_sdk = pytest.mark.skipif(
     SDK_PYTHON is None, reason="set WSSERVER_OPENAI_SDK_PYTHON to a python with openai[realtime]"
 )
 
@@ -81,6 +84,7 @@ def summary_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return summary
 
 
+@needs_sdk
 def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
     worker, key = served
     summary = summary_of(sdk("text", worker, key))
@@ -108,6 +112,7 @@ def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
     assert summary["total_tokens"] == summary["input_tokens"] + 8
 
 
+@needs_sdk
 def test_sdk_with_a_wrong_key_is_refused(served: tuple[WorkerProcess, str]) -> None:
     worker, _ = served
     result = sdk("text", worker, new_api_key())
@@ -115,6 +120,7 @@ def test_sdk_with_a_wrong_key_is_refused(served: tuple[WorkerProcess, str]) -> N
     assert "401" in result.stderr
 
 
+@needs_sdk
 def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str]) -> None:
     summary = summary_of(sdk("cancel", *served))
     assert (summary["status"], summary["reason"]) == ("cancelled", "client_cancelled")
@@ -122,6 +128,7 @@ def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str
     assert summary["output_tokens"] < 8
 
 
+@needs_sdk
 def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None:
     summary = summary_of(sdk("tool", *served))
     assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
@@ -132,6 +139,7 @@ def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None
     assert summary["status"] == "completed"
 
 
+@needs_sdk
 def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
     served: tuple[WorkerProcess, str],
 ) -> None:
@@ -154,6 +162,7 @@ def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
     assert summary["status"] == "completed"
 
 
+@needs_sdk
 def test_sdk_barge_in_cancels_the_answer_with_turn_detected(
     served_slowly: tuple[WorkerProcess, str],
 ) -> None:
@@ -164,3 +173,54 @@ def test_sdk_barge_in_cancels_the_answer_with_turn_detected(
     assert types.count("input_audio_buffer.speech_started") == 2
     # The answer's items end before its response.done, as incomplete.
     assert types[-3:] == ["response.output_item.done", "conversation.item.done", "response.done"]
+
+
+async def test_bad_frames_get_realtime_errors_and_the_session_goes_on(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    worker, key = served
+    headers = {"Authorization": f"Bearer {key}"}
+    url = worker.url + "/v1/realtime?model=m"
+    async with connect(url, additional_headers=headers, compression=None) as ws:
+        created = json.loads(await ws.recv())
+        assert created["type"] == "session.created"
+        bad: list[str | bytes] = [
+            b"\x01\x00binary",
+            "{not json",
+            json.dumps({"type": "conversation.item.delete", "item_id": "x", "event_id": "d1"}),
+            json.dumps({"type": "input_audio_buffer.append", "audio": "@@@@"}),
+            json.dumps({"type": "no.such.event"}),
+            json.dumps([1, 2, 3]),
+        ]
+        for frame in bad:
+            await ws.send(frame)
+            answer = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert answer["type"] == "error", answer
+            assert set(answer["error"]) == {"type", "code", "message", "param", "event_id"}
+        item = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi"}],
+        }
+        await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+        await ws.send(json.dumps({"type": "response.create"}))
+        seen: list[str] = []
+        while "response.done" not in seen:
+            seen.append(json.loads(await asyncio.wait_for(ws.recv(), 10))["type"])
+        assert seen[:3] == ["conversation.item.added", "conversation.item.done", "response.created"]
+        # A frame over the worker's frame limit (1 MiB by default) is abuse: closed, 1009.
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": "A" * 1_100_000}))
+        with pytest.raises(ConnectionClosed):
+            while True:
+                await asyncio.wait_for(ws.recv(), 10)
+        assert ws.close_code == 1009
+
+
+async def test_a_realtime_handshake_without_credentials_is_refused(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    worker, _ = served
+    with pytest.raises(InvalidStatus) as refused:
+        async with connect(worker.url + "/v1/realtime"):
+            pass
+    assert refused.value.response.status_code == 401
