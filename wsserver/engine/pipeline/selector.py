@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from wsserver.engine.base import Engine
-from wsserver.engine.pipeline.errors import PipelineError
+from wsserver.engine.pipeline.errors import PipelineError, SpeechModelUnavailable
 from wsserver.engine.pipeline.stt import SpeechToText
 from wsserver.engine.pipeline.tts import TextToSpeech
 
@@ -89,9 +89,15 @@ def open_pipeline(llm: Engine, options: SpeechOptions) -> Engine:
     """``llm`` wrapped in the pipeline when a speech part is named; else ``llm`` itself."""
     if not options.wanted:
         return llm
-    from wsserver.engine.pipeline.engine import PipelineEngine
+    try:
+        from wsserver.engine.pipeline.engine import PipelineEngine
 
-    return PipelineEngine(llm, open_stt(options), open_tts(options))
+        return PipelineEngine(llm, open_stt(options), open_tts(options))
+    except ModuleNotFoundError as exc:
+        # The speech runtimes are an extra: a plain install names what to add, not a traceback.
+        raise SpeechModelUnavailable(
+            f"{exc.name or 'a speech runtime'} is not installed: pip install 'wsserver[voice]'"
+        ) from exc
 
 
 def _key(variable: str) -> str:

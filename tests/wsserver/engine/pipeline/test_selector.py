@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
+from tests.processes import cli_env
 from wsserver.engine.pipeline.engine import PipelineEngine
 from wsserver.engine.pipeline.openai_stt import OpenAISpeechToText
 from wsserver.engine.pipeline.openai_tts import OpenAITextToSpeech
@@ -66,3 +70,23 @@ def test_the_settings_offer_exactly_the_selectors_names() -> None:
 
     assert get_args(Settings.model_fields["stt"].annotation) == STT_NAMES
     assert get_args(Settings.model_fields["tts"].annotation) == TTS_NAMES
+
+
+@pytest.mark.parametrize(
+    ("flags", "missing"),
+    [(["--stt", "whisper"], "soxr"), (["--tts", "piper"], "soxr"), (["--tts", "openai"], "httpx")],
+)
+def test_without_the_voice_extra_serve_says_what_to_install(flags: list[str], missing: str) -> None:
+    # A plain install: the speech runtimes can't be imported; serve exits 2 with a message.
+    program = (
+        "import sys\n"
+        f"sys.modules[{missing!r}] = None\n"
+        "from wsserver.cli.main import main\n"
+        f"sys.exit(main(['serve', '--port', '0', *{flags!r}, '--tts-url', 'http://127.0.0.1:9/v1']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, env=cli_env(), timeout=60
+    )
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert f"{missing} is not installed: pip install 'wsserver[voice]'" in result.stderr
