@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,16 +18,12 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from tests.openai_sdk import openai_sdk_python
 from tests.processes import WorkerProcess
 from tests.wsserver.audio_fixtures import FIXTURES
 from wsserver.frontdoor.api_keys import key_line, new_api_key
 
-SDK_PYTHON = os.environ.get("WSSERVER_OPENAI_SDK_PYTHON")
 HERE = Path(__file__).parent
-
-needs_sdk = pytest.mark.skipif(
-    SDK_PYTHON is None, reason="set WSSERVER_OPENAI_SDK_PYTHON to a python with openai[realtime]"
-)
 
 
 def start_worker(
@@ -68,10 +63,9 @@ def sdk(
     mode: str, worker: WorkerProcess, key: str, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     """Run one mode of realtime_sdk_turns.py with the SDK's python."""
-    assert SDK_PYTHON is not None
     script = str(HERE / "realtime_sdk_turns.py")
     return subprocess.run(
-        [SDK_PYTHON, script, mode, worker.http + "/v1", key, *extra],
+        [openai_sdk_python(), script, mode, worker.http + "/v1", key, *extra],
         capture_output=True,
         text=True,
         timeout=60,
@@ -84,7 +78,6 @@ def summary_of(result: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return summary
 
 
-@needs_sdk
 def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
     worker, key = served
     summary = summary_of(sdk("text", worker, key))
@@ -112,7 +105,6 @@ def test_sdk_text_turn(served: tuple[WorkerProcess, str]) -> None:
     assert summary["total_tokens"] == summary["input_tokens"] + 8
 
 
-@needs_sdk
 def test_sdk_with_a_wrong_key_is_refused(served: tuple[WorkerProcess, str]) -> None:
     worker, _ = served
     result = sdk("text", worker, new_api_key())
@@ -120,7 +112,6 @@ def test_sdk_with_a_wrong_key_is_refused(served: tuple[WorkerProcess, str]) -> N
     assert "401" in result.stderr
 
 
-@needs_sdk
 def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str]) -> None:
     summary = summary_of(sdk("cancel", *served))
     assert (summary["status"], summary["reason"]) == ("cancelled", "client_cancelled")
@@ -128,7 +119,6 @@ def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str
     assert summary["output_tokens"] < 8
 
 
-@needs_sdk
 def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None:
     summary = summary_of(sdk("tool", *served))
     assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
@@ -139,7 +129,6 @@ def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None
     assert summary["status"] == "completed"
 
 
-@needs_sdk
 def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
     served: tuple[WorkerProcess, str],
 ) -> None:
@@ -162,7 +151,6 @@ def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
     assert summary["status"] == "completed"
 
 
-@needs_sdk
 def test_sdk_barge_in_cancels_the_answer_with_turn_detected(
     served_slowly: tuple[WorkerProcess, str],
 ) -> None:

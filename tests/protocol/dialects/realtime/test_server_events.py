@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,10 +11,10 @@ import pytest
 
 from protocol.dialects.realtime.event_ids import parse_event_id
 from protocol.dialects.realtime.server_events import session_created, translate_event
+from tests.openai_sdk import openai_sdk_python
 from tests.protocol.dialects.realtime.scenarios import SCENARIOS, USAGE, text_state
 
 GOLDEN = Path(__file__).parent / "golden"
-SDK_PYTHON = os.environ.get("WSSERVER_OPENAI_SDK_PYTHON")
 """A Python with ``openai[realtime]`` installed (its own environment: it pins websockets<16)."""
 
 
@@ -103,13 +102,11 @@ def test_usage_in_the_realtime_shape() -> None:
     )
 
 
-@pytest.mark.skipif(SDK_PYTHON is None, reason="set WSSERVER_OPENAI_SDK_PYTHON to the SDK's python")
 def test_golden_events_are_complete_objects_of_the_sdk_types() -> None:
-    assert SDK_PYTHON is not None
     checker = Path(__file__).parent / "sdk_schema_check.py"
     files = sorted(str(path) for path in GOLDEN.glob("*.jsonl"))
     result = subprocess.run(
-        [SDK_PYTHON, str(checker), *files], capture_output=True, text=True, timeout=120
+        [openai_sdk_python(), str(checker), *files], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
 
