@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import redis.asyncio as aioredis
 from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
 
 from tests.openai_sdk import openai_sdk_python
 from tests.processes import ROOT, WorkerProcess, eventually
@@ -46,7 +47,8 @@ class Cluster:
     def __init__(self, redis_url: str, keys: Path, key: str) -> None:
         self.redis_url = redis_url
         self.key = key
-        auth = ("--api-keys-file", str(keys))
+        self.keys = str(keys)
+        auth = ("--api-keys-file", self.keys)
         self.workers = {
             name: WorkerProcess("--store", redis_url, *FAST, *auth, name=name)
             for name in ("rt-a", "rt-b")
@@ -261,3 +263,56 @@ async def test_realtime_handshake_lands_on_the_sessions_owner(cluster: Cluster) 
             assert after[other] == before[other]
     finally:
         await registry.close()
+
+
+async def raw_realtime_upgrade(cluster: Cluster, extra: str) -> bytes:
+    """A Realtime upgrade sent by hand through the router; everything it answers."""
+    host, port = cluster.router.url.removeprefix("ws://").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(
+        (
+            f"GET {REALTIME} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
+            f"Authorization: Bearer {cluster.key}\r\n{extra}\r\n"
+        ).encode()
+    )
+    answer = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    return answer
+
+
+async def test_hostile_session_headers_are_refused_or_placed_anew(cluster: Cluster) -> None:
+    before = sessions(cluster)
+    # Longer than any session id: 400 from the router, no worker asked, no lookup made.
+    answer = await raw_realtime_upgrade(cluster, f"X-Wsserver-Session: {'s' * 300}\r\n")
+    assert answer.startswith(b"HTTP/1.1 400 ") and b"session id too long" in answer
+    assert sessions(cluster) == before
+    # A session nobody owns (made up, or expired): placed like a new one, and served.
+    headers = {"Authorization": f"Bearer {cluster.key}", "X-Wsserver-Session": "sess_nobody"}
+    async with connect(
+        cluster.router.url + REALTIME, additional_headers=headers, compression=None
+    ) as ws:
+        created = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        assert created["type"] == "session.created"
+        assert created["session"]["id"] != "sess_nobody", "a new session, not the named one"
+
+
+async def test_router_stops_cleanly_with_a_realtime_connection_open(cluster: Cluster) -> None:
+    """SIGTERM cuts relayed connections (the clients resume elsewhere): without a
+    traceback in the router's log for any of them (Python 3.11's stream server logs one
+    for each connection task that ends cancelled)."""
+    router = RouterProcess(cluster.redis_url, "--api-keys-file", cluster.keys)
+    try:
+        headers = {"Authorization": f"Bearer {cluster.key}"}
+        async with connect(
+            router.url + REALTIME, additional_headers=headers, compression=None
+        ) as ws:
+            created = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            assert created["type"] == "session.created"
+            assert await asyncio.to_thread(router.stop) == 0
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+    finally:
+        router.stop()
+    lines = "".join(router.lines)
+    assert "Traceback" not in lines and "ERROR" not in lines, lines
