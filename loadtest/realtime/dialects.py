@@ -14,6 +14,8 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
+from protocol.dialects.realtime.session_config import SAMPLE_RATE
+
 QUESTION = "Say something."
 READ_TIMEOUT_S = 30.0
 
@@ -26,10 +28,16 @@ class Dialect:
     path: str
     text_deltas: frozenset[str]
     """The event types that carry answer text (the first one is TTFT)."""
+    voice: bool = False
+    """A native session opened with audio settings, as the Realtime endpoint opens its own."""
+
+    @property
+    def native(self) -> bool:
+        return self.path == "/"
 
     def ask(self, text: str) -> list[str]:
         """The frames that add a user turn and start a response."""
-        if self.name == "native":
+        if self.native:
             return [json.dumps({"type": "response.create", "input": text})]
         item = {
             "type": "message",
@@ -43,7 +51,7 @@ class Dialect:
 
     def status(self, done: dict[str, Any]) -> str:
         """The terminal status of a ``response.done``."""
-        return str(done["status"] if self.name == "native" else done["response"]["status"])
+        return str(done["status"] if self.native else done["response"]["status"])
 
 
 NATIVE = Dialect("native", "/", frozenset({"response.text.delta"}))
@@ -52,7 +60,8 @@ REALTIME = Dialect(
     "/v1/realtime?model=gpt-realtime",
     frozenset({"response.output_text.delta", "response.output_audio_transcript.delta"}),
 )
-DIALECTS = (NATIVE, REALTIME)
+NATIVE_VOICE = Dialect("native_voice", "/", frozenset({"response.text.delta"}), voice=True)
+DIALECTS = (NATIVE, REALTIME, NATIVE_VOICE)
 
 
 class DialectClient:
@@ -67,10 +76,14 @@ class DialectClient:
         """Connect and wait until the session is open (and, in Realtime, text-only)."""
         ws = await connect(url + dialect.path, compression=None, max_size=None)
         client = cls(dialect, ws)
-        if dialect.name == "native":
-            # A text session, as the Realtime one is once its output is text only (with
-            # audio settings the simulated engine would also speak: more work).
-            await ws.send(json.dumps({"type": "session.start"}))
+        if dialect.native:
+            # A text session, as the Realtime one looks to its client once its output is
+            # text only; or a voice one, as the endpoint opens it (the engine then also
+            # makes audio, which the Realtime translation drops for a text-only client).
+            start: dict[str, Any] = {"type": "session.start"}
+            if dialect.voice:
+                start["audio"] = {"sample_rate": SAMPLE_RATE}
+            await ws.send(json.dumps(start))
             await client.until("session.ready")
         else:
             await client.until("session.created")

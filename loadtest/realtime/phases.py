@@ -1,9 +1,10 @@
 """The measured run: one ``wsserver serve``, both dialects in alternating rounds.
 
-Each round runs, for each dialect in turn, one answer and one cancelled answer on
+Each round runs, for each dialect in turn (the native protocol twice: text sessions,
+and voice sessions as the Realtime endpoint opens its own), one answer and one cancelled answer on
 every one of its N sessions at once; the other dialect's sessions stay idle
 meanwhile, so the worker's CPU in a dialect's half of a round is that dialect's.
-Alternating rounds spread any drift of the machine over both dialects alike.
+Rounds rotate the order, which spreads any drift of the machine over both dialects alike.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ async def measure(config: RealtimeBenchConfig, server: ServerProcess) -> dict[st
             await one_round(sessions[dialect], server, warm, config.cancel_after)
         samples = {dialect.name: empty_sample() for dialect in DIALECTS}
         for index in range(config.rounds):
-            order = DIALECTS if index % 2 == 0 else DIALECTS[::-1]
+            shift = index % len(DIALECTS)
+            order = DIALECTS[shift:] + DIALECTS[:shift]
             for dialect in order:
                 await one_round(
                     sessions[dialect], server, samples[dialect.name], config.cancel_after
@@ -106,7 +108,7 @@ def run_phases(config: RealtimeBenchConfig, log_dir: Path) -> dict[str, Any]:
     argv = worker_argv(
         decode_rate=config.decode_rate,
         answer_tokens=config.answer_tokens,
-        sessions=2 * config.sessions,
+        sessions=len(DIALECTS) * config.sessions,
         extra=config.worker_args,
     )
     with ServerProcess.launch("worker", argv, log_dir) as server, tail_on_error(server):

@@ -42,6 +42,9 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         f"cancel -> done p50, {n} sessions",
         f"cancel -> done p99, {n} sessions",
         "worker CPU per response",
+        f"TTFT p50, {n} sessions",
+        f"cancel -> done p50, {n} sessions",
+        "worker CPU per response",
         "openai SDK: TTFT p50, one session",
         "openai SDK: TTFT p99, one session",
         "openai SDK: cancel -> done p50, one session",
@@ -51,7 +54,9 @@ def test_quick_run_writes_a_complete_report(tmp_path: Path) -> None:
         assert figure["value"] is not None and figure["baseline"] is not None, figure
         assert figure["ratio"] == round(figure["value"] / figure["baseline"], 3)
     answers = config.sessions * config.rounds
-    for dialect in ("native", "realtime"):
+    baselines = [f["baseline_name"] for f in report["figures"]]
+    assert baselines[5:8] == ["native protocol, voice session"] * 3
+    for dialect in ("native", "realtime", "native_voice"):
         sample = report["results"]["concurrent"][dialect]
         assert sample["statuses"] == {"completed": answers, "cancelled": answers}, sample
         assert len(sample["ttft_s"]) == len(sample["cancel_s"]) == answers
