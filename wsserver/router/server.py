@@ -182,8 +182,11 @@ class Router:
             tune(writer, self.settings.tcp_user_timeout)
             await self._serve(reader, writer)
         except asyncio.CancelledError:
+            # Only stop() cancels a connection task, and this is the task's outermost
+            # frame: end it quietly. Re-raised, Python 3.11's stream server logs a
+            # traceback for every connection cut at shutdown (its done-callback asks a
+            # cancelled task for its exception).
             writer.transport.abort()
-            raise
         except Exception:
             log.exception("router connection failed")
         finally:

@@ -1,0 +1,1 @@
+"""The ``/v1/realtime`` dialect's cost: TTFT and cancel -> done against the native protocol."""
