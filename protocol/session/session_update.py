@@ -50,8 +50,10 @@ def apply(core: CoreActions, message: SessionUpdate) -> None:
         if turns is None:
             core.turns = TurnTaking(audio, core.settings.max_turn_ms)
         else:
-            # Same rate: the kept turn audio and its bound stay as they are.
+            # Same rate: the kept turn audio and its bound stay as they are. The new
+            # detector starts hearing nothing: a speech in progress is found again.
             turns.settings = audio
+            turns.speaking = False
         core.emit(ConfigureVoice(audio))
     if message.tool_rounds is not None:
         session.tool_rounds = message.tool_rounds

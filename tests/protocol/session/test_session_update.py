@@ -73,6 +73,7 @@ def test_new_turn_detection_reaches_turn_taking_and_buffered_turn_audio_is_kept(
     turns = drive.core.turns
     assert turns is not None
     turns.keep_audio(b"\x01\x00" * 160)
+    turns.speaking = True
     detection = {"type": "server_vad", "create_response": False, "interrupt_response": False}
     effects = drive.send(type="session.update", audio={**VOICE, "turn_detection": detection})
     assert [e for e in effects if isinstance(e, ConfigureVoice)]
@@ -80,6 +81,7 @@ def test_new_turn_detection_reaches_turn_taking_and_buffered_turn_audio_is_kept(
     assert turns.settings.turn_detection.create_response is False
     assert turns.settings.turn_detection.interrupt_response is False
     assert len(turns.pending_audio) == 320
+    assert not turns.speaking, "the new detector hears nothing yet"
 
 
 def test_another_sample_rate_is_refused_and_nothing_changes() -> None:
