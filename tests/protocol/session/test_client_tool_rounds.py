@@ -180,3 +180,13 @@ def test_a_continued_response_keeps_its_overrides_across_a_store() -> None:
     continued = restored.continue_response(response)
     assert continued.instructions == "only now"
     assert restored.history(continued)[0].text == "only now"
+
+
+def test_a_bad_tools_override_starts_nothing_and_adds_no_turn() -> None:
+    drive = Driver(tools=[WEATHER])
+    bad = {"name": "x", "parameters": {"type": "object", "properties": 3}}
+    effects = drive.send(type="response.create", input="hi", tools=[bad, bad], id="r1")
+    assert not [e for e in effects if isinstance(e, StartGeneration)]
+    (error,) = of_type(drive.read(), "error")
+    assert error["request_id"] == "r1"
+    assert drive.session.conversation.turns == []

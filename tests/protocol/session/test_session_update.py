@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
+from protocol.errors import ProtocolViolation
 from protocol.generation import FinishReason
+from protocol.messages import parse_client_message
 from protocol.session.effects import ConfigureVoice, StartGeneration
 from protocol.snapshot import (
     ConversationSnapshot,
@@ -132,3 +136,18 @@ def test_every_updated_setting_is_in_the_stored_snapshot() -> None:
     assert restored.tool_rounds == "client"
     assert restored.conversation.instructions == "be brief"
     assert restored.audio == drive.session.audio
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"instructions": "x" * 100_001}, "invalid_field"),
+        ({"tool_rounds": "both"}, "invalid_field"),
+        ({"voice": "alloy"}, "unknown_field"),
+        ({"audio": {"sample_rate": 8000}}, "invalid_field"),
+    ],
+)
+def test_malformed_updates_are_refused_when_parsed(fields: dict[str, Any], code: str) -> None:
+    with pytest.raises(ProtocolViolation) as refused:
+        parse_client_message({"type": "session.update", **fields})
+    assert refused.value.code.value == code
