@@ -30,6 +30,13 @@ def overrides(
     return {k: v for k, v in fields.items() if v is not None}
 
 
+def start_settings(max_output_tokens: int | None, tool_rounds: str | None) -> dict[str, Any] | None:
+    """``session.start`` ``settings`` (None when every one is the server's default)."""
+    fields = {"max_output_tokens": max_output_tokens or None, "tool_rounds": tool_rounds}
+    settings = {k: v for k, v in fields.items() if v is not None}
+    return settings or None
+
+
 def session_update(
     instructions: str | None = None,
     tools: list[dict[str, Any]] | None = None,

@@ -118,6 +118,7 @@ class SessionClient:
         encoding: Literal["json", "msgpack"] = "json",
         instructions: str | None = None,
         max_output_tokens: int | None = None,
+        tool_rounds: Literal["server", "client"] | None = None,
         reconnect: bool = True,
         backoff: Backoff | None = None,
         ack_every: int = 32,
@@ -147,6 +148,7 @@ class SessionClient:
         subprotocol = MSGPACK_SUBPROTOCOL if encoding == "msgpack" else JSON_SUBPROTOCOL
         self.instructions = instructions
         self.max_output_tokens = max_output_tokens
+        self.tool_rounds = tool_rounds
         self.audio = audio
         self._handshake = Handshake(
             subprotocol,
@@ -391,9 +393,7 @@ class SessionClient:
     def _start_message(self) -> dict[str, Any]:
         return self.state.start_message(
             instructions=self.instructions,
-            settings=(
-                {"max_output_tokens": self.max_output_tokens} if self.max_output_tokens else None
-            ),
+            settings=messages.start_settings(self.max_output_tokens, self.tool_rounds),
             audio=self.audio,
             tools=self.toolbox.declarations(),
         )

@@ -66,3 +66,9 @@ def test_session_update_needs_a_setting_and_keeps_an_empty_one() -> None:
         "tool_rounds": "client",
     }
     parse_client_message(message)  # what the server accepts
+
+
+def test_start_settings() -> None:
+    assert messages.start_settings(None, None) is None
+    assert messages.start_settings(0, "client") == {"tool_rounds": "client"}
+    assert messages.start_settings(7, None) == {"max_output_tokens": 7}

@@ -84,6 +84,14 @@ async def test_client_tool_rounds_end_at_the_calls_and_the_next_response_answers
     assert not answer.tool_calls
 
 
+async def test_client_tool_rounds_chosen_by_the_sdk_at_start(start_server: StartServer) -> None:
+    server = await start_server()
+    async with SessionClient(url_of(server), tool_rounds="client", run_tools=False) as client:
+        await client.register_tool("get_weather", parameters=WEATHER)
+        called = await client.ask("weather in Rome")
+    assert (called.status, called.reason) == ("completed", "tool_calls")
+
+
 async def test_voice_output_turned_off_and_a_text_session_made_a_voice_one(
     start_server: StartServer,
 ) -> None:
