@@ -190,3 +190,13 @@ def test_a_bad_tools_override_starts_nothing_and_adds_no_turn() -> None:
     (error,) = of_type(drive.read(), "error")
     assert error["request_id"] == "r1"
     assert drive.session.conversation.turns == []
+
+
+def test_before_any_result_a_bare_response_create_has_nothing_to_answer() -> None:
+    drive = Driver(tools=[WEATHER])
+    drive.send(type="session.update", tool_rounds="client")
+    _client_round(drive)
+    drive.read()
+    drive.send(type="response.create", id="r2")
+    (error,) = of_type(drive.read(), "error")
+    assert (error["code"], error["request_id"]) == ("nothing_to_answer", "r2")
