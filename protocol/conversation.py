@@ -7,6 +7,9 @@ from typing import Any, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
 
+NO_RESULT_TEXT = '{"error": "no result: the tool call was not answered"}'
+"""What a prompt gives the engine for a call with no result (the stored history has none)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
@@ -84,7 +87,40 @@ class Conversation:
         """Whether the last turn is a user turn or a tool result nobody answered yet."""
         return bool(self.turns) and self.turns[-1].role in ("user", "tool")
 
-    def prompt(self) -> list[Turn]:
-        """The turns to send to an engine, instructions first."""
-        head = [Turn("system", self.instructions)] if self.instructions else []
-        return head + list(self.turns)
+    def prompt(self, instructions: str | None = None) -> list[Turn]:
+        """The turns to send to an engine, instructions first, in chat-completions shape.
+
+        ``instructions`` replaces the conversation's for this prompt (``""``: none;
+        ``None``: the conversation's own). Each assistant turn that made tool calls is
+        followed by one ``tool`` turn per call, in the calls' order: the call's result
+        wherever the history has it (a result that came after later turns, as in
+        client-driven tool rounds), else :data:`NO_RESULT_TEXT`. A ``tool`` turn whose
+        call is not in the history is left out. The stored history is not changed.
+        """
+        text = self.instructions if instructions is None else instructions
+        out = [Turn("system", text)] if text else []
+        results: dict[str, list[Turn]] = {}
+        shaped = True  # the common case: every result right after its call, none stray
+        expected: list[str] = []
+        for turn in self.turns:
+            if turn.role == "tool" and turn.tool_call_id is not None:
+                results.setdefault(turn.tool_call_id, []).append(turn)
+                if not expected or expected.pop(0) != turn.tool_call_id:
+                    shaped = False
+            else:
+                if expected or turn.role == "tool":
+                    shaped = False
+                expected = [c.call_id for c in turn.tool_calls]
+        if shaped and not expected:
+            return out + self.turns
+        for turn in self.turns:
+            if turn.role == "tool":
+                continue  # placed after its call below, or left out (no call)
+            out.append(turn)
+            for call in turn.tool_calls:
+                answers = results.get(call.call_id)
+                if answers:
+                    out.append(answers.pop(0))
+                else:
+                    out.append(Turn("tool", NO_RESULT_TEXT, (), call.call_id))
+        return out

@@ -29,6 +29,14 @@ class _Message(BaseModel):
     """Optional client-chosen request id, echoed in any ``error`` it causes."""
 
 
+ToolRounds = Literal["server", "client"]
+"""``server``: a response that calls tools waits for every result and generates again
+(one ``response.done``); ``client``: it ends at once (``reason: tool_calls``), and the
+client's next ``response.create`` answers with the results."""
+
+MAX_INSTRUCTIONS = 100_000
+
+
 class SessionSettings(BaseModel):
     """Per-session settings a client may choose at ``session.start``."""
 
@@ -37,6 +45,8 @@ class SessionSettings(BaseModel):
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     tool_timeout_ms: Annotated[int, Field(ge=100, le=3_600_000)] | None = None
     """How long a response waits for its tool results (default: the server's)."""
+    tool_rounds: ToolRounds | None = None
+    """Who starts a tool loop's next round (default ``server``; see :data:`ToolRounds`)."""
 
 
 class ToolSpec(BaseModel):
@@ -98,7 +108,7 @@ class SessionStart(_Message):
     """Open a new session on this connection."""
 
     type: Literal["session.start"]
-    instructions: Annotated[str, Field(max_length=100_000)] | None = None
+    instructions: Annotated[str, Field(max_length=MAX_INSTRUCTIONS)] | None = None
     settings: SessionSettings | None = None
     audio: AudioSettings | None = None
     """Enable audio input (binary frames) and output; absent for a text-only session."""
@@ -106,10 +116,20 @@ class SessionStart(_Message):
 
 
 class SessionUpdate(_Message):
-    """Replace the session's tools (the next engine request, or round, sees them)."""
+    """Change the session's settings; the next response (or round, or turn) sees them.
+
+    Every field is optional, and absent means unchanged; at least one is required.
+    """
 
     type: Literal["session.update"]
-    tools: Annotated[list[ToolSpec], Field(max_length=MAX_TOOLS)]
+    tools: Annotated[list[ToolSpec], Field(max_length=MAX_TOOLS)] | None = None
+    """Replace the session's tools (``[]``: none)."""
+    instructions: Annotated[str, Field(max_length=MAX_INSTRUCTIONS)] | None = None
+    """Replace the instructions (``""`` clears them)."""
+    audio: AudioSettings | None = None
+    """Replace the audio settings whole; a text session becomes a voice session. The
+    sample rate of a session that has audio cannot change."""
+    tool_rounds: ToolRounds | None = None
 
 
 class SessionResume(_Message):
@@ -135,6 +155,12 @@ class ResponseCreate(_Message):
     input: Annotated[str, Field(min_length=1)] | None = None
     max_output_tokens: Annotated[int, Field(ge=1, le=1_000_000)] | None = None
     response_format: ResponseFormat | None = None
+    instructions: Annotated[str, Field(max_length=MAX_INSTRUCTIONS)] | None = None
+    """This response's instructions, instead of the session's (``""``: none)."""
+    tools: Annotated[list[ToolSpec], Field(max_length=MAX_TOOLS)] | None = None
+    """This response's tools, in all its rounds, instead of the session's (``[]``: none)."""
+    audio_output: bool | None = None
+    """Speak this answer (default: the session's ``audio.output``); a voice session only."""
 
 
 class ResponseContinue(_Message):

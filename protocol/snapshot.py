@@ -34,6 +34,8 @@ class ConversationSnapshot:
     """The session's audio settings, so a new owner keeps its voice."""
     tools: list[dict[str, Any]] = field(default_factory=list)
     """The session's tool declarations."""
+    tool_rounds: str = "server"
+    """Who starts a tool loop's next round (``server`` or ``client``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -47,6 +49,7 @@ class ConversationSnapshot:
             "queued": self.queued,
             "audio": self.audio,
             "tools": self.tools,
+            "tool_rounds": self.tool_rounds,
         }
 
     @classmethod
@@ -62,6 +65,7 @@ class ConversationSnapshot:
             queued=[str(t) for t in data.get("queued", [])],
             audio=data.get("audio"),
             tools=list(data.get("tools") or []),
+            tool_rounds="client" if data.get("tool_rounds") == "client" else "server",
         )
 
     def public(self) -> dict[str, Any]:
@@ -121,6 +125,7 @@ def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
                 "status": last.status.value if last.status else None,
                 "reason": last.reason,
                 "text": last.history_text or "",
+                **_overrides(last),
             }
             if last is not None and last.done
             else None
@@ -129,6 +134,7 @@ def conversation_snapshot(session: ServerSession) -> ConversationSnapshot:
         queued=list(session.queued_user_turns),
         audio=session.audio,
         tools=list(session.tools.tools.values()),
+        tool_rounds=session.tool_rounds,
     )
 
 
@@ -146,6 +152,7 @@ def stream_snapshot(session: ServerSession) -> StreamSnapshot:
                 "max_output_tokens": active.max_output_tokens,
                 "prefix": active.prefix,
                 "continues": active.continues,
+                **_overrides(active),
             }
             if active is not None
             else None
@@ -181,6 +188,7 @@ def restore_session(
     for request_id, response_id in stream.requests:
         session.recent_requests[request_id] = response_id
     session.tools.set_tools(conversation.tools)
+    session.tool_rounds = "client" if conversation.tool_rounds == "client" else "server"
     session.response_count = conversation.response_count
     if conversation.last_response is not None:
         session.last_response = _ended_response(conversation.last_response, limits)
@@ -209,6 +217,7 @@ def _ended_response(data: dict[str, Any], limits: SessionLimits) -> ResponseStat
     response.reason = data.get("reason")
     response.history_text = data.get("text") or None
     response.usage_recorded = True
+    _restore_overrides(response, data)
     return response
 
 
@@ -219,7 +228,20 @@ def _running_response(data: dict[str, Any], partial_text: str) -> ResponseState:
     response.delivered_tokens = int(data["delivered_tokens"])
     response.prefix = str(data.get("prefix") or "")
     response.continues = data.get("continues")
+    _restore_overrides(response, data)
     if partial_text:
         # What the store has is all anyone can vouch for: it is the response's text now.
         response.restore_text(partial_text)
     return response
+
+
+def _overrides(response: ResponseState) -> dict[str, Any]:
+    """A response's ``response.create`` overrides, stored so a continuation keeps them."""
+    overrides = response.overrides()
+    return {"overrides": overrides} if overrides else {}
+
+
+def _restore_overrides(response: ResponseState, data: dict[str, Any]) -> None:
+    overrides = data.get("overrides")
+    if isinstance(overrides, dict):
+        response.set_overrides(overrides)

@@ -104,24 +104,8 @@ class ToolLoop:
 
     def set_tools(self, tools: list[dict[str, Any]]) -> None:
         """Replace the tools (validated first: a bad schema changes nothing)."""
-        names = [t["name"] for t in tools]
-        if len(set(names)) != len(names):
-            raise ProtocolViolation(ErrorCode.INVALID_FIELD, "tool names must be unique")
-        validators: dict[str, CompiledSchema] = {}
-        nodes = 0
-        for tool in tools:
-            compiled = compile_schema(tool.get("parameters", {}), f"parameters of {tool['name']}")
-            nodes += compiled.nodes
-            if nodes > LIMITS.tools_nodes:
-                # Each schema is bounded; so is the work of compiling them all.
-                raise ProtocolViolation(
-                    ErrorCode.INVALID_SCHEMA,
-                    f"the tools' parameters have more than {LIMITS.tools_nodes} values"
-                    " together (the limit)",
-                )
-            validators[tool["name"]] = compiled
+        self._validators = compile_tools(tools)
         self.tools = {t["name"]: t for t in tools}
-        self._validators = validators
 
     # -- from the engine ---------------------------------------------------
 
@@ -149,8 +133,12 @@ class ToolLoop:
         }
         return Event(TOOL_CALL_DELTA, fields, response_id=response_id, size=64 + len(text))
 
-    def complete(self, call_id: str) -> Event:
-        """The engine finished a call's arguments: validate, then the call event."""
+    def complete(self, call_id: str, validators: dict[str, CompiledSchema] | None = None) -> Event:
+        """The engine finished a call's arguments: validate, then the call event.
+
+        ``validators`` are the calling response's own tools (a ``response.create``
+        that named them), else the session's.
+        """
         call = self.calls[call_id]
         try:
             # The parser that followed the stream: the value json.loads would give, found
@@ -161,7 +149,7 @@ class ToolLoop:
             raise ToolArgumentsInvalid(
                 call_id, call.name, f"arguments of {call.name} are not valid json"
             ) from None
-        validator = self._validators.get(call.name)
+        validator = (self._validators if validators is None else validators).get(call.name)
         if validator is None:
             call.state = CallState.DROPPED
             raise ToolArgumentsInvalid(call_id, call.name, f"no tool named {call.name!r}")
@@ -223,6 +211,27 @@ class ToolLoop:
             if self.calls[oldest].state in (CallState.STREAMING, CallState.EMITTED):
                 break  # never forget a live call
             del self.calls[oldest]
+
+
+def compile_tools(tools: list[dict[str, Any]]) -> dict[str, CompiledSchema]:
+    """Each tool's compiled parameters; raises for duplicate names or a bad schema."""
+    names = [t["name"] for t in tools]
+    if len(set(names)) != len(names):
+        raise ProtocolViolation(ErrorCode.INVALID_FIELD, "tool names must be unique")
+    validators: dict[str, CompiledSchema] = {}
+    nodes = 0
+    for tool in tools:
+        compiled = compile_schema(tool.get("parameters", {}), f"parameters of {tool['name']}")
+        nodes += compiled.nodes
+        if nodes > LIMITS.tools_nodes:
+            # Each schema is bounded; so is the work of compiling them all.
+            raise ProtocolViolation(
+                ErrorCode.INVALID_SCHEMA,
+                f"the tools' parameters have more than {LIMITS.tools_nodes} values"
+                " together (the limit)",
+            )
+        validators[tool["name"]] = compiled
+    return validators
 
 
 def result_text(output: Any, error: str | None) -> str:

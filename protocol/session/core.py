@@ -33,7 +33,13 @@ from protocol.messages import (
     ToolResult,
 )
 from protocol.partial_json import PartialJson
-from protocol.session import responding, session_policy, tool_policy, turn_taking
+from protocol.session import (
+    responding,
+    session_policy,
+    session_update,
+    tool_policy,
+    turn_taking,
+)
 from protocol.session.core_settings import CoreSettings
 from protocol.session.effects import (
     PERSIST,
@@ -66,6 +72,7 @@ from protocol.session.inputs import (
 )
 from protocol.session.responses import ResponseState, ResponseStatus
 from protocol.session.result_order import MAX_WAITING, ResultBarrier
+from protocol.session.session_update import response_overrides
 from protocol.session.state import ServerSession
 from protocol.session.turns import TurnTaking
 
@@ -276,9 +283,11 @@ def _response_create(core: SessionCore, message: ResponseCreate) -> None:
     session.check_idle()
     schema = message.response_format.schema_ if message.response_format else None
     compiled = compile_schema(schema, "response_format.schema") if schema is not None else None
+    overrides = response_overrides(core, message)
     if message.input is not None:
         session.add_user_text(message.input)
     response = session.begin_response(message.max_output_tokens, message.id)
+    response.set_overrides(overrides)
     core.output_schema = compiled
     if compiled is not None:
         response.output_schema = compiled.schema
@@ -324,10 +333,8 @@ def _audio_clear(core: SessionCore, message: InputAudioClear) -> None:
 
 
 def _session_update(core: SessionCore, message: SessionUpdate) -> None:
-    session = core.session
-    session.tools.set_tools([t.model_dump() for t in message.tools])
-    session.conversation.version += 1  # the tools are part of the snapshot
-    session.push_event(SESSION_UPDATED, {"tools": [t.name for t in message.tools]})
+    session_update.apply(core, message)
+    core.session.push_event(SESSION_UPDATED, session_update.in_force(core))
 
 
 def _ack(core: SessionCore, message: Ack) -> None:

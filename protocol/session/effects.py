@@ -12,6 +12,7 @@ from typing import Any
 
 from protocol.codes import CloseCode
 from protocol.generation import GenerationRequest
+from protocol.messages import AudioSettings
 from protocol.session.inputs import TimerKind
 
 
@@ -85,6 +86,17 @@ class ClearInputAudio:
 
 
 @dataclass(frozen=True, slots=True)
+class ConfigureVoice:
+    """The session's audio settings changed (``session.update``): follow them.
+
+    A text session's input audio starts; a voice session's turn detector is made
+    again with the new settings (the uncommitted audio is kept: same sample rate).
+    """
+
+    settings: AudioSettings
+
+
+@dataclass(frozen=True, slots=True)
 class Wake:
     """Tell the transport's writer there are events to send."""
 
@@ -131,6 +143,7 @@ Effect = (
     | CloseToolCalls
     | CommitInputAudio
     | ClearInputAudio
+    | ConfigureVoice
     | Wake
     | Persist
     | RecordUsage

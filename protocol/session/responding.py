@@ -39,7 +39,7 @@ FINISH_STATUS: dict[FinishReason, tuple[ResponseStatus, str | None]] = {
     FinishReason.LENGTH: (ResponseStatus.INCOMPLETE, "max_output_tokens"),
     FinishReason.ERROR: (ResponseStatus.FAILED, "engine_error"),
     FinishReason.ABORTED: (ResponseStatus.CANCELLED, "engine_aborted"),
-    FinishReason.TOOL_CALLS: (ResponseStatus.COMPLETED, None),
+    FinishReason.TOOL_CALLS: (ResponseStatus.COMPLETED, "tool_calls"),
     FinishReason.UPSTREAM_ERROR: (ResponseStatus.FAILED, "upstream_error"),
     FinishReason.UPSTREAM_TIMEOUT: (ResponseStatus.FAILED, "upstream_timeout"),
 }
@@ -55,13 +55,14 @@ def start(core: CoreActions, response: ResponseState) -> None:
     suffix = "" if response.generations == 1 else f"/{response.generations}"
     request = GenerationRequest(
         request_id=f"{session.session_id}/{response.id}{suffix}",
-        prompt=session.history(),
+        prompt=session.history(response),
         max_output_tokens=max(1, response.max_output_tokens - response.generated_tokens),
         prefix=response.prefix if response.generations == 1 else "",
         input_audio=turns.take_audio() if turns is not None else b"",
         sample_rate=turns.settings.sample_rate if turns is not None else 16000,
-        audio_output=turns is not None and turns.settings.output,
-        tools=tuple(session.tools.tools.values()),
+        audio_output=turns is not None
+        and (turns.settings.output if response.audio_output is None else response.audio_output),
+        tools=tuple(session.tools.tools.values() if response.tools is None else response.tools),
         response_format=response.output_schema,
     )
     core.generating = True

@@ -7,9 +7,11 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from protocol.json_schema import CompiledSchema
 from protocol.partial_json import PartialJson
 from protocol.session.lifecycle import Phase, Trigger, advance
 from protocol.text_buffer import TextBuffer
+from protocol.tool_loop import compile_tools
 from protocol.usage import Usage
 
 _ENDED = Phase.ENDED  # read per token: a module global is cheaper than the enum's attribute
@@ -110,6 +112,39 @@ class ResponseState:
     """Times the engine was asked to write an invalid call again."""
     output_json_shown: Any = None
     """The provisional value last sent (``response.output_json.delta``)."""
+    instructions: str | None = None
+    """This response's own instructions (``response.create``); ``None``: the session's."""
+    tools: list[dict[str, Any]] | None = None
+    """This response's own tools, for all its rounds; ``None``: the session's."""
+    tool_validators: dict[str, CompiledSchema] | None = None
+    """Those tools' compiled parameters (``None`` with the session's tools)."""
+    audio_output: bool | None = None
+    """Speak this answer or not; ``None``: the session's ``audio.output``."""
+
+    def overrides(self) -> dict[str, Any]:
+        """The ``response.create`` overrides in force (wire form; stored with the response)."""
+        out: dict[str, Any] = {}
+        if self.instructions is not None:
+            out["instructions"] = self.instructions
+        if self.tools is not None:
+            out["tools"] = self.tools
+        if self.audio_output is not None:
+            out["audio_output"] = self.audio_output
+        return out
+
+    def set_overrides(self, overrides: dict[str, Any]) -> None:
+        """Take the overrides of :meth:`overrides` (a continued or restored response).
+
+        Raises :class:`protocol.errors.ProtocolViolation` for tools that do not compile.
+        """
+        instructions = overrides.get("instructions")
+        self.instructions = None if instructions is None else str(instructions)
+        tools = overrides.get("tools")
+        if tools is not None:
+            self.tool_validators = compile_tools(list(tools))
+            self.tools = list(tools)
+        audio_output = overrides.get("audio_output")
+        self.audio_output = None if audio_output is None else bool(audio_output)
 
     @property
     def has_audio(self) -> bool:

@@ -24,6 +24,7 @@ from protocol.events import (
     TextDelta,
     error_fields,
 )
+from protocol.messages import ToolRounds
 from protocol.outbox import Outbox
 from protocol.replay import ReplayBuffer
 from protocol.session.history import (
@@ -60,6 +61,7 @@ class ServerSession:
         "responses",
         "session_id",
         "settled",
+        "tool_rounds",
         "tools",
         "unpersisted",
         "usage",
@@ -90,6 +92,7 @@ class ServerSession:
         self.audio: dict[str, Any] | None = None
         """The session's audio settings (wire form) when it was started with audio."""
         self.tools = ToolLoop()
+        self.tool_rounds: ToolRounds = "server"  # who starts a tool loop's next round
         self.recent_requests: OrderedDict[str, str] = OrderedDict()
         """Request id → the response it started (the latest few): a resend is refused."""
 
@@ -174,8 +177,11 @@ class ServerSession:
         """
         self.check_idle()
         prefix = take_continued_turn(self, response_id)
+        continued = self.last_response
         response = self._new_response(max_output_tokens, request_id, continues=response_id)
         response.prefix = prefix
+        if continued is not None:  # it goes on as asked for: own instructions, tools, voice
+            response.set_overrides(continued.overrides())
         return response
 
     def check_active(self, response_id: str | None) -> ResponseState:
@@ -403,6 +409,6 @@ class ServerSession:
         """Events the client missed, or :class:`ResumeRefused`."""
         return list(self.replay.after(last_seq))
 
-    def history(self) -> list[Turn]:
-        """The conversation as the next response would see it."""
-        return self.conversation.prompt()
+    def history(self, response: ResponseState | None = None) -> list[Turn]:
+        """The conversation as the next response (or ``response``) would see it."""
+        return self.conversation.prompt(None if response is None else response.instructions)

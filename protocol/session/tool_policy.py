@@ -2,7 +2,9 @@
 
 A response that calls tools stops generating when the engine finishes with
 ``tool_calls``, waits for every result, and generates again with the results
-in the history; it ends with one ``response.done`` like any other. Results
+in the history; it ends with one ``response.done`` like any other. In the
+session's ``client`` tool-round mode it ends there instead (``tool_calls``),
+and the client's next ``response.create`` is the next round. Results
 are applied through the session store's ledger (an effect whose outcome
 comes back as an input), so a result sent twice, or to another worker after
 a failover, is applied once.
@@ -64,7 +66,7 @@ def on_fragment(
         )
         return
     try:
-        call = emit_call(session, fragment.call_id)
+        call = emit_call(session, response, fragment.call_id)
     except ToolArgumentsInvalid as invalid:
         _invalid(core, response, invalid)
         return
@@ -91,8 +93,26 @@ def _invalid(core: CoreActions, response: ResponseState, invalid: ToolArgumentsI
 
 
 def on_tool_calls(core: CoreActions, response: ResponseState) -> None:
-    """The engine stopped for its calls: wait for the results (bounded)."""
-    pending = await_tools(core.session, response)
+    """The engine stopped for its calls: wait for the results (bounded), or end here.
+
+    With ``tool_rounds: client`` the response ends at once, ``completed`` with reason
+    ``tool_calls`` and the calls it made; they stay open (no timer), their results are
+    recorded when they come, and the client's next ``response.create`` answers them.
+    """
+    session = core.session
+    if session.tool_rounds == "client":
+        calls = session.tools.emitted(response.id, response.generations)
+        await_tools(session, response)
+        made = [{"call_id": c.call_id, "name": c.name} for c in calls]
+        responding.end(
+            core,
+            response,
+            ResponseStatus.COMPLETED,
+            reason="tool_calls",
+            details={"tool_calls": made},
+        )
+        return
+    pending = await_tools(session, response)
     if not pending:
         _next_round(core, response)
         return

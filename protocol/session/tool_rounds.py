@@ -35,12 +35,12 @@ def record_fragment(
         session.outbox.push(event)
 
 
-def emit_call(session: SessionParts, call_id: str) -> ToolCallState:
-    """The call's arguments are complete: validate and announce it.
+def emit_call(session: SessionParts, response: ResponseState, call_id: str) -> ToolCallState:
+    """The call's arguments are complete: validate (against the response's tools) and announce.
 
     Raises :class:`protocol.tool_loop.ToolArgumentsInvalid`.
     """
-    event = session.tools.complete(call_id)
+    event = session.tools.complete(call_id, response.tool_validators)
     session.outbox.push(event)
     return session.tools.calls[call_id]
 

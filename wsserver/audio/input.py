@@ -119,6 +119,10 @@ class AudioInput:
         self.dropped_chunks = 0
         self.duplicate_chunks = 0
 
+    def set_detector(self, detector: VoiceDetector | None) -> None:
+        """Detect with ``detector`` from the next chunk on (new settings); the turn stays."""
+        self._detector = detector
+
     @property
     def manual(self) -> bool:
         """Whether the client commits turns itself."""

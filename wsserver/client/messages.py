@@ -22,6 +22,39 @@ def response_create(
     return message
 
 
+def overrides(
+    instructions: str | None, tools: list[dict[str, Any]] | None, audio_output: bool | None
+) -> dict[str, Any]:
+    """The fields of a ``response.create`` that hold for that response only."""
+    fields = {"instructions": instructions, "tools": tools, "audio_output": audio_output}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def start_settings(max_output_tokens: int | None, tool_rounds: str | None) -> dict[str, Any] | None:
+    """``session.start`` ``settings`` (None when every one is the server's default)."""
+    fields = {"max_output_tokens": max_output_tokens or None, "tool_rounds": tool_rounds}
+    settings = {k: v for k, v in fields.items() if v is not None}
+    return settings or None
+
+
+def session_update(
+    instructions: str | None = None,
+    tools: list[dict[str, Any]] | None = None,
+    audio: dict[str, Any] | None = None,
+    tool_rounds: str | None = None,
+) -> dict[str, Any]:
+    """``session.update`` of the settings given (``instructions=""`` clears them)."""
+    fields = {
+        "instructions": instructions,
+        "tools": tools,
+        "audio": audio,
+        "tool_rounds": tool_rounds,
+    }
+    if all(v is None for v in fields.values()):
+        raise ValueError("update_session needs at least one setting")
+    return {"type": "session.update", **{k: v for k, v in fields.items() if v is not None}}
+
+
 def response_continue(response_id: str, max_output_tokens: int | None) -> dict[str, Any]:
     """``response.continue`` of an unfinished response."""
     message: dict[str, Any] = {"type": "response.continue", "response_id": response_id}

@@ -118,6 +118,7 @@ class SessionClient:
         encoding: Literal["json", "msgpack"] = "json",
         instructions: str | None = None,
         max_output_tokens: int | None = None,
+        tool_rounds: Literal["server", "client"] | None = None,
         reconnect: bool = True,
         backoff: Backoff | None = None,
         ack_every: int = 32,
@@ -147,6 +148,7 @@ class SessionClient:
         subprotocol = MSGPACK_SUBPROTOCOL if encoding == "msgpack" else JSON_SUBPROTOCOL
         self.instructions = instructions
         self.max_output_tokens = max_output_tokens
+        self.tool_rounds = tool_rounds
         self.audio = audio
         self._handshake = Handshake(
             subprotocol,
@@ -253,14 +255,17 @@ class SessionClient:
         *,
         max_output_tokens: int | None = None,
         response_format: dict[str, Any] | None = None,
+        instructions: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        audio_output: bool | None = None,
     ) -> None:
         """Start a response, adding ``text`` as a user turn first when given.
 
-        ``response_format``: a JSON Schema the answer must match (structured output).
+        ``response_format``: a JSON Schema the answer must match (structured output);
+        ``instructions``, ``tools``, ``audio_output``: this response's own.
         """
-        await self._requests.send(
-            messages.response_create(text, max_output_tokens, response_format)
-        )
+        message = messages.response_create(text, max_output_tokens, response_format)
+        await self._requests.send(message | messages.overrides(instructions, tools, audio_output))
 
     async def continue_response(
         self, response_id: str, *, max_output_tokens: int | None = None
@@ -334,6 +339,21 @@ class SessionClient:
         if self.state.session_id is not None:
             await self.send({"type": "session.update", "tools": self.toolbox.declarations()})
 
+    async def update_session(
+        self,
+        *,
+        instructions: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        audio: dict[str, Any] | None = None,
+        tool_rounds: Literal["server", "client"] | None = None,
+    ) -> None:
+        """``session.update`` of the settings given (docs/PROTOCOL.md: ``session.update``)."""
+        message = messages.session_update(instructions, tools, audio, tool_rounds)
+        if audio is not None:  # a text session becomes a voice session
+            self.audio = audio
+            self._voice.set_audio(audio)
+        await self.send(message)
+
     async def send_tool_result(
         self, call_id: str, output: Any = None, *, error: str | None = None
     ) -> None:
@@ -373,9 +393,7 @@ class SessionClient:
     def _start_message(self) -> dict[str, Any]:
         return self.state.start_message(
             instructions=self.instructions,
-            settings=(
-                {"max_output_tokens": self.max_output_tokens} if self.max_output_tokens else None
-            ),
+            settings=messages.start_settings(self.max_output_tokens, self.tool_rounds),
             audio=self.audio,
             tools=self.toolbox.declarations(),
         )

@@ -41,6 +41,14 @@ class VoiceChannel:
         self.playback_report_interval = playback_report_interval
         self._reporter: asyncio.Task[None] | None = None
 
+    def set_audio(self, audio: dict[str, Any]) -> None:
+        """New audio settings (``update_session``): a text session's rate may change."""
+        rate = int(audio.get("sample_rate", DEFAULT_SAMPLE_RATE))
+        if rate != self.sample_rate:
+            # Only a text session can change its rate: its microphone never sent a chunk.
+            self.sample_rate = rate
+            self.microphone = Microphone(rate)
+
     def start_reporting(self) -> None:
         """With a simulated player, report its position every ``playback_report_interval``."""
         if self.player is not None:

@@ -14,6 +14,7 @@ from protocol.session.effects import (
     Close,
     CloseToolCalls,
     CommitInputAudio,
+    ConfigureVoice,
     EndSession,
     Persist,
     RecordToolCall,
@@ -75,6 +76,10 @@ class EffectTarget(Protocol):
         """Commit the input audio buffer as a turn."""
         ...
 
+    def configure_voice(self, effect: ConfigureVoice) -> None:
+        """Follow the session's new audio settings (start input audio, or remake its detector)."""
+        ...
+
     def settle(self, *, include_unsent: bool = False) -> None:
         """Write the usage of finished responses to the ledger."""
         ...
@@ -123,6 +128,10 @@ def _clear(runtime: EffectTarget, effect: ClearInputAudio) -> None:
         runtime.voice.clear()
 
 
+def _configure_voice(runtime: EffectTarget, effect: ConfigureVoice) -> None:
+    runtime.configure_voice(effect)
+
+
 def _usage(runtime: EffectTarget, effect: RecordUsage) -> None:
     runtime.settle(include_unsent=effect.include_unsent)
 
@@ -150,6 +159,7 @@ EXECUTORS: dict[type, Callable[[EffectTarget, Any], None]] = {
     CloseToolCalls: _ledger,
     CommitInputAudio: _commit,
     ClearInputAudio: _clear,
+    ConfigureVoice: _configure_voice,
     RecordUsage: _usage,
     Close: _close,
     EndSession: _end,

@@ -24,6 +24,7 @@ from protocol.messages import AudioSettings
 from protocol.session import ServerSession, SessionCore
 from protocol.session.effects import (
     CommitInputAudio,
+    ConfigureVoice,
     Effect,
     StartGeneration,
 )
@@ -302,6 +303,13 @@ class SessionRuntime:
             self.feed(InternalFailure(response_id))
         except Exception:
             log.exception("ending %s/%s failed", self.session_id, response_id)
+
+    def configure_voice(self, effect: ConfigureVoice) -> None:
+        """``session.update`` changed the audio settings: input audio follows them."""
+        if self.voice is None:
+            self.voice = VoiceInput(effect.settings, self.context.vad, self.context.audio_limits)
+        else:
+            self.voice.reconfigure(effect.settings)
 
     def commit_audio(self, effect: CommitInputAudio) -> None:
         """Commit the buffered input audio; the turn (or the refusal) goes to the core."""

@@ -19,11 +19,24 @@ from wsserver.audio.selector import open_detector
 class VoiceInput:
     """The input audio of one session."""
 
-    __slots__ = ("input", "settings")
+    __slots__ = ("input", "kind", "settings")
 
     def __init__(self, settings: AudioSettings, kind: str, limits: AudioInputLimits) -> None:
         self.settings = settings
+        self.kind = kind
         self.input = AudioInput(settings, open_detector(kind, settings), limits, time.monotonic())
+
+    def reconfigure(self, settings: AudioSettings) -> None:
+        """Follow new settings (``session.update``; the sample rate is the same).
+
+        The uncommitted audio, the chunk numbering and the timeline are kept; the
+        detector is made again with the new thresholds (or none: manual turns), so a
+        speech it was hearing is detected afresh from the next chunk.
+        """
+        assert settings.sample_rate == self.settings.sample_rate
+        self.settings = settings
+        self.input.settings = settings
+        self.input.set_detector(open_detector(self.kind, settings))
 
     def accept(self, frame: bytes) -> list[InputEvent]:
         """A binary audio frame from the client: what it caused (raises for a refused one)."""

@@ -88,6 +88,8 @@ class SessionManager:
             session.audio = message.audio.model_dump()
         if message.tools:
             session.tools.set_tools([t.model_dump() for t in message.tools])
+        if settings is not None and settings.tool_rounds is not None:
+            session.tool_rounds = settings.tool_rounds
         record = SessionRecord(
             session_id,
             hash_token(token),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from protocol.messages import parse_client_message
 from wsserver.client import messages
 
 
@@ -41,3 +44,31 @@ def test_response_interrupt_and_cancel() -> None:
 def test_ping() -> None:
     assert messages.ping(None) == {"type": "ping"}
     assert messages.ping("p1") == {"type": "ping", "id": "p1"}
+
+
+def test_response_overrides_keep_falsy_values_and_drop_none() -> None:
+    assert messages.overrides(None, None, None) == {}
+    assert messages.overrides("", [], False) == {
+        "instructions": "",
+        "tools": [],
+        "audio_output": False,
+    }
+
+
+def test_session_update_needs_a_setting_and_keeps_an_empty_one() -> None:
+    with pytest.raises(ValueError, match="at least one setting"):
+        messages.session_update(None, None, None, None)
+    message = messages.session_update("", None, {"sample_rate": 16000}, "client")
+    assert message == {
+        "type": "session.update",
+        "instructions": "",
+        "audio": {"sample_rate": 16000},
+        "tool_rounds": "client",
+    }
+    parse_client_message(message)  # what the server accepts
+
+
+def test_start_settings() -> None:
+    assert messages.start_settings(None, None) is None
+    assert messages.start_settings(0, "client") == {"tool_rounds": "client"}
+    assert messages.start_settings(7, None) == {"max_output_tokens": 7}
