@@ -19,9 +19,7 @@ from protocol.events import (
     ERROR,
     RESPONSE_CREATED,
     RESPONSE_DONE,
-    AudioDelta,
     Event,
-    TextDelta,
     error_fields,
 )
 from protocol.messages import ToolRounds
@@ -34,6 +32,7 @@ from protocol.session.history import (
     trim_history,
 )
 from protocol.session.lifecycle import Trigger
+from protocol.session.numbering import number_next
 from protocol.session.responses import ResponseState, ResponseStatus, SessionLimits
 from protocol.session.structured_output import parse_structured_output
 from protocol.tool_loop import ToolLoop
@@ -333,37 +332,7 @@ class ServerSession:
 
     def next_event(self) -> Event | None:
         """Take the next event to send, number it and keep it for replay."""
-        event = self.outbox.pop()
-        if event is None:
-            return None
-        response = self.responses.get(event.response_id) if event.response_id else None
-        if isinstance(event, TextDelta):
-            text = event.seal()
-            if response is not None:
-                response.delivered_chars += len(text)
-                response.delivered_tokens += event.tokens
-            self.usage.output_tokens_delivered += event.tokens
-        elif event.tokens and response is not None:
-            # A tool call's argument fragment: its tokens reached the client too.
-            response.delivered_tokens += event.tokens
-            self.usage.output_tokens_delivered += event.tokens
-        elif type(event) is AudioDelta:
-            event.seal()
-            if response is not None:
-                response.audio_sent_ms += event.duration_ms
-        elif event.type == RESPONSE_DONE and response is not None:
-            # The done was complete when queued; its usage is the one thing known only
-            # now (tokens delivered up to this event), so numbering adds it.
-            event.fields["usage"] = response.usage().to_dict()
-            if response.has_audio:
-                event.fields["audio_ms"] = round(response.audio_sent_ms)
-            del self.responses[response.id]
-            self.settled.append(response)
-        event.seq = self.replay.last_seq + 1
-        self.replay.append(event)
-        if self.keep_unpersisted:
-            self.unpersisted.append(event)
-        return event
+        return number_next(self)
 
     def take_unpersisted(self) -> list[Event]:
         """Numbered events to write to the store, handed over once."""
