@@ -6,15 +6,28 @@ tokens, audio time sent, and a ``response.done``'s usage (known only now).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from protocol.events import RESPONSE_DONE, AudioDelta, Event, TextDelta
+from protocol.outbox import Outbox
+from protocol.replay import ReplayBuffer
+from protocol.session.responses import ResponseState
+from protocol.usage import Usage
 
-if TYPE_CHECKING:
-    from protocol.session.state import ServerSession
+
+class NumberedParts(Protocol):
+    """What numbering works on (:class:`protocol.session.state.ServerSession` has it)."""
+
+    outbox: Outbox
+    replay: ReplayBuffer
+    usage: Usage
+    responses: dict[str, ResponseState]
+    settled: list[ResponseState]
+    unpersisted: list[Event]
+    keep_unpersisted: bool
 
 
-def number_next(session: ServerSession) -> Event | None:
+def number_next(session: NumberedParts) -> Event | None:
     """Take the session's next event to send, number it and keep it for replay."""
     event = session.outbox.pop()
     if event is None:
