@@ -22,9 +22,12 @@ def session_event_id(seq: int, index: int) -> str:
     return f"event_{seq}_{index}"
 
 
-def connection_event_id(counter: int) -> str:
-    """The id of an event that is not replayed (a connection's ``counter``-th such event)."""
-    return f"event_c{counter}"
+def connection_event_id(counter: int, tag: str = "") -> str:
+    """The id of an event that is not replayed (a connection's ``counter``-th such event).
+
+    ``tag`` tells a resumed connection's ids from those of the connections before it.
+    """
+    return f"event_c{tag}{counter}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -156,7 +156,7 @@ CLIENT_EVENTS: list[Any] = [
         "type": "conversation.item.create",
         "item": {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
     },
-    {"type": "conversation.item.retrieve", "item_id": "item_user_1"},
+    {"type": "conversation.item.retrieve", "item_id": "item_user_c1"},
     {"type": "nope", "event_id": "e1"},
 ]
 """Client events the dialect answers itself (after ``session.created``)."""

@@ -16,7 +16,11 @@ from protocol.dialects.realtime.client_events import (
     Translation,
     translate_client_event,
 )
-from protocol.dialects.realtime.server_events import session_created, translate_event
+from protocol.dialects.realtime.server_events import (
+    conversation_created,
+    session_created,
+    translate_event,
+)
 from protocol.dialects.realtime.state import DialectState
 from tests.protocol.dialects.realtime.scenarios import (
     CLIENT_EVENTS,
@@ -27,6 +31,7 @@ from tests.protocol.dialects.realtime.scenarios import (
 )
 
 GOLDEN = Path(__file__).parent / "golden"
+RESUME_TOKEN = "rt_golden"
 
 
 def natives(translation: Translation) -> list[Any]:
@@ -59,7 +64,7 @@ def test_user_text_item_becomes_input_text_and_is_answered_added_then_done() -> 
     )
     assert natives(out) == [native.InputText(type="input.text", id="c1", text="Hi there")]
     item = {
-        "id": "item_user_1",
+        "id": "item_user_c1",
         "object": "realtime.item",
         "type": "message",
         "role": "user",
@@ -411,7 +416,7 @@ def test_deeply_nested_input_is_refused_without_recursion() -> None:
 
 def test_the_dialects_own_answers_match_their_golden_events() -> None:
     state = voice_state()
-    replies = [session_created(state)]
+    replies = [session_created(state, RESUME_TOKEN), conversation_created(state)]
     for event in CLIENT_EVENTS:
         replies.extend(translate_client_event(state, event).replies)
     lines = (GOLDEN / "client_replies.jsonl").read_text(encoding="utf-8").splitlines()
