@@ -218,3 +218,37 @@ async def test_resumes_that_cannot_be_served_are_refused_never_a_fresh_session(
     assert again[0]["session"]["id"] == created["session"]["id"]
     ids = [event["event_id"] for event in events + again]
     assert len(ids) == len(set(ids))
+
+
+@pytest.fixture(scope="module")
+def small_replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A replay buffer of 64 events; answers of 8 tokens (about 10 native events each)."""
+    alice = new_api_key()
+    keys = tmp_path_factory.mktemp("realtime-acks") / "keys"
+    keys.write_text(key_line("alice", alice) + "\n")
+    flags = ("--replay-max-events", "64", "--answer-tokens", "8", "--decode-rate", "400")
+    worker = WorkerProcess("--api-keys-file", str(keys), *flags, name="realtime-acks").start()
+    try:
+        yield Served(worker, alice, alice)
+    finally:
+        worker.stop()
+
+
+async def test_a_long_session_stays_resumable_as_the_dialect_acks_natively(
+    small_replay: Served,
+) -> None:
+    # Twelve answers are about 120 native events: without acks the buffer (64) would
+    # forget the point a rebuild starts from, and the resume would be refused.
+    ws, created = await open_session(small_replay, small_replay.alice)
+    for _ in range(12):
+        events = await answered(ws)
+    ws.transport.abort()
+    headers = resume_headers(created, events[-1]["event_id"])
+    async with connect(
+        small_replay.worker.url + "/v1/realtime?model=m",
+        additional_headers={"Authorization": f"Bearer {small_replay.alice}", **headers},
+        compression=None,
+    ) as resumed:
+        again = await answered(resumed)
+    assert [event["type"] for event in again if event["type"] == "error"] == []
+    assert again[-1]["response"]["status"] == "completed"

@@ -131,11 +131,30 @@ FAILURES = numbered(
     {"type": "error", "code": "internal_error", "message": "could not handle response.create"},
 )
 
+
+def _spoken_turn(response_id: str, said: str, answer: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "input_audio.speech_started", "audio_start_ms": 300},
+        {"type": "input_audio.speech_stopped", "audio_end_ms": 1500, "speech_ms": 1200},
+        {"type": "input_audio.committed", "audio_start_ms": 0, "audio_end_ms": 2000},
+        {"type": "input_audio.transcript", "text": said, "final": True},
+        {"type": "response.created", "response_id": response_id},
+        {"type": "response.text.delta", "response_id": response_id, "delta": answer},
+        {"type": "response.done", "response_id": response_id, "status": "completed"},
+    ]
+
+
+TWO_SPOKEN_TURNS = numbered(
+    *_spoken_turn("resp_1", "Hello.", "Hi!"), *_spoken_turn("resp_2", "Bye.", "Bye!")
+)
+"""Two voice turns: a quiet point between them, and user items the server names."""
+
 SCENARIOS = {
     "text_turn": (text_state, TEXT_TURN),
     "spoken_turn_barged_in": (voice_state, SPOKEN_TURN_BARGED_IN),
     "tool_call": (voice_state, TOOL_CALL),
     "failures": (text_state, FAILURES),
+    "two_spoken_turns": (voice_state, TWO_SPOKEN_TURNS),
 }
 
 
