@@ -252,3 +252,17 @@ async def test_a_long_session_stays_resumable_as_the_dialect_acks_natively(
         again = await answered(resumed)
     assert [event["type"] for event in again if event["type"] == "error"] == []
     assert again[-1]["response"]["status"] == "completed"
+
+
+def test_the_resume_example_survives_a_dropped_connection(
+    served: Served, uncut: dict[str, Any]
+) -> None:
+    example = HERE.parents[2] / "examples" / "realtime_resume.py"
+    args = ["--url", served.worker.http + "/v1", "--api-key", served.alice, "--drop-after", "3"]
+    args += ["--prompt", "Say something."]
+    result = subprocess.run(
+        [openai_sdk_python(), str(example), *args], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "[connection lost (1006); resuming]" in result.stderr
+    assert result.stdout == uncut["answers"][0] + "\n[completed]\n"
