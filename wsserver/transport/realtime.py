@@ -18,6 +18,7 @@ import contextlib
 import logging
 import secrets
 from collections import OrderedDict
+from dataclasses import asdict
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
@@ -43,6 +44,7 @@ from protocol.dialects.realtime.resume import (
 )
 from protocol.dialects.realtime.server_events import (
     conversation_created,
+    rate_limits_updated,
     session_created,
     translate_event,
 )
@@ -52,6 +54,7 @@ from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
 from protocol.messages import Ack, AudioSettings, SessionResume, SessionStart
 from protocol.session.inputs import Departure
+from wsserver.frontdoor.principal_limits import message_allowance
 from wsserver.transport.base import ConnectionHost
 from wsserver.transport.websocket import Connection
 
@@ -306,8 +309,17 @@ class RealtimeConnection(Connection):
                 translated = translated[skip.skip :]
         for out in translated:
             await self._send(self._encode_control(out))
+            if out["type"] == "response.done":
+                await self._send(self._encode_control(self._rate_limits(dialect)))
         if event.type == "response.done" and dialect.quiet:
             self._quiet(event.seq)
+
+    def _rate_limits(self, dialect: DialectState) -> dict[str, Any]:
+        """``rate_limits.updated``: the principal's message rate as ``requests``; empty
+        when it has none (the Realtime API names only ``requests`` and ``tokens``)."""
+        allowance = message_allowance(self.quota)
+        limits = [] if allowance is None else [asdict(allowance) | {"name": "requests"}]
+        return rate_limits_updated(dialect, limits)
 
     def _quiet(self, seq: int) -> None:
         """Nothing runs after ``seq``: ack the quiet point before it natively.

@@ -63,6 +63,27 @@ def conversation_created(state: DialectState) -> RealtimeEvent:
     }
 
 
+def rate_limits_updated(state: DialectState, limits: list[dict[str, Any]]) -> RealtimeEvent:
+    """``rate_limits.updated`` (after each ``response.done``; not a replayed event).
+
+    ``limits`` are ``{name, limit, remaining, reset_seconds}``: what is left of the
+    principal's quotas, or none when it has none.
+    """
+    return {
+        "type": "rate_limits.updated",
+        "event_id": state.next_connection_event_id(),
+        "rate_limits": [
+            {
+                "name": limit["name"],
+                "limit": limit["limit"],
+                "remaining": limit["remaining"],
+                "reset_seconds": limit["reset_seconds"],
+            }
+            for limit in limits
+        ],
+    }
+
+
 def translate_event(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     """The Realtime events native session event ``message`` becomes, ids assigned."""
     seq = message.get("seq")

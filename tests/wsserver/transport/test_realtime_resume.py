@@ -171,6 +171,12 @@ async def test_resumes_that_cannot_be_served_are_refused_never_a_fresh_session(
 ) -> None:
     ws, created = await open_session(served, served.alice)
     events = await answered(ws)
+    # rate_limits.updated follows response.done: the default message rate per principal.
+    limits = json.loads(await asyncio.wait_for(ws.recv(), 10))
+    assert limits["type"] == "rate_limits.updated"
+    assert [(limit["name"], limit["limit"]) for limit in limits["rate_limits"]] == [
+        ("requests", 2000)
+    ]
     last = events[-1]["event_id"]
     ws.transport.abort()  # dropped, not closed: a close 1000 would end the session
     good = resume_headers(created, last)
@@ -227,6 +233,7 @@ def small_replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     keys = tmp_path_factory.mktemp("realtime-acks") / "keys"
     keys.write_text(key_line("alice", alice) + "\n")
     flags = ("--replay-max-events", "64", "--answer-tokens", "8", "--decode-rate", "400")
+    flags += ("--messages-per-second-per-principal", "1", "--message-burst-per-principal", "500")
     worker = WorkerProcess("--api-keys-file", str(keys), *flags, name="realtime-acks").start()
     try:
         yield Served(worker, alice, alice)
@@ -242,6 +249,13 @@ async def test_a_long_session_stays_resumable_as_the_dialect_acks_natively(
     ws, created = await open_session(small_replay, small_replay.alice)
     for _ in range(12):
         events = await answered(ws)
+    # The principal's message rate, after each response.done (3 messages a turn).
+    limits = json.loads(await asyncio.wait_for(ws.recv(), 10))
+    assert limits["type"] == "rate_limits.updated"
+    [requests] = limits["rate_limits"]
+    assert (requests["name"], requests["limit"]) == ("requests", 500)
+    assert 500 - 36 - 12 <= requests["remaining"] <= 500 - 36
+    assert requests["reset_seconds"] > 0
     ws.transport.abort()
     headers = resume_headers(created, events[-1]["event_id"])
     async with connect(

@@ -18,6 +18,7 @@ from protocol.dialects.realtime.client_events import (
 )
 from protocol.dialects.realtime.server_events import (
     conversation_created,
+    rate_limits_updated,
     session_created,
     translate_event,
 )
@@ -32,6 +33,9 @@ from tests.protocol.dialects.realtime.scenarios import (
 
 GOLDEN = Path(__file__).parent / "golden"
 RESUME_TOKEN = "rt_golden"
+RATE_LIMITS = [
+    {"name": "requests", "limit": 50, "remaining": 47, "reset_seconds": 0.3},
+]
 
 
 def natives(translation: Translation) -> list[Any]:
@@ -419,6 +423,8 @@ def test_the_dialects_own_answers_match_their_golden_events() -> None:
     replies = [session_created(state, RESUME_TOKEN), conversation_created(state)]
     for event in CLIENT_EVENTS:
         replies.extend(translate_client_event(state, event).replies)
+    replies.append(rate_limits_updated(state, RATE_LIMITS))
+    replies.append(rate_limits_updated(state, []))
     lines = (GOLDEN / "client_replies.jsonl").read_text(encoding="utf-8").splitlines()
     assert replies == [json.loads(line) for line in lines]
 
