@@ -214,3 +214,18 @@ async def test_a_realtime_handshake_without_credentials_is_refused(
         async with connect(worker.url + "/v1/realtime"):
             pass
     assert refused.value.response.status_code == 401
+
+
+def test_sdk_truncate_cuts_the_history_to_what_was_played(
+    served_slowly: tuple[WorkerProcess, str],
+) -> None:
+    # The same interrupted voice answer, kept as sent or truncated to 0 ms: the next
+    # turn's prompt (its input_tokens) shows what the history kept.
+    kept = summary_of(sdk("truncate", *served_slowly, "none"))
+    cut = summary_of(sdk("truncate", *served_slowly, "0"))
+    assert kept["truncated"] == []
+    assert cut["truncated"] == [[cut["first"]["item_id"], 0, 0]]
+    for summary in (kept, cut):
+        assert summary["first"]["status"] == "cancelled"
+        assert "errors" not in summary
+    assert cut["second_input_tokens"] < kept["second_input_tokens"]
