@@ -16,7 +16,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.openai_sdk import openai_sdk_python
-from tests.processes import WorkerProcess
+from tests.processes import WorkerProcess, eventually
+from tests.wsserver.router.test_router import RouterProcess
 from wsserver.frontdoor.api_keys import key_line, new_api_key
 
 HERE = Path(__file__).parent
@@ -50,9 +51,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         worker.stop()
 
 
-def sdk(served: Served, mode: str, cuts: str = "") -> dict[str, Any]:
-    """Run realtime_sdk_resume.py with the SDK's python; its summary."""
-    address = urlsplit(served.worker.http)
+def sdk(served: Served, mode: str, cuts: str = "", *, url: str = "") -> dict[str, Any]:
+    """Run realtime_sdk_resume.py with the SDK's python (to ``url``, or the worker)."""
+    address = urlsplit(url or served.worker.url)
     script = str(HERE / "realtime_sdk_resume.py")
     args = [mode, cuts, str(address.hostname), str(address.port), served.alice]
     result = subprocess.run(
@@ -107,6 +108,27 @@ def test_a_resume_while_idle_goes_on_in_the_same_session(
     assert len(summary["answers"]) == 2
     assert summary["answers"][0] == uncut["answers"][0]
     assert summary["answers"][1]
+    assert_one_clean_stream(summary)
+
+
+async def test_a_dropped_connection_is_resumed_through_the_router(
+    redis_url: str, served: Served, uncut: dict[str, Any], tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys"
+    keys.write_text(key_line("alice", served.alice) + "\n")
+    flags = ("--api-keys-file", str(keys), "--store", redis_url, "--registry-interval", "0.2")
+    flags += ("--answer-tokens", "40", "--decode-rate", "20")
+    workers = [WorkerProcess(*flags, name=name).start() for name in ("rt-w1", "rt-w2")]
+    router = RouterProcess(redis_url)
+    try:
+        await eventually(lambda: router.stats()["live_workers"] == 2)
+        summary = await asyncio.to_thread(sdk, served, "cut", "3", url=router.url)
+    finally:
+        router.stop()
+        for worker in workers:
+            worker.stop()
+    assert summary["reconnects"] == [1006]
+    assert summary["answers"] == uncut["answers"]
     assert_one_clean_stream(summary)
 
 
