@@ -82,8 +82,7 @@ async def main(url: str, api_key: str, prompt: str, drop_after: int) -> None:
         model="gpt-realtime", on_reconnecting=on_reconnecting
     ) as connection:
         async for event in connection:
-            if not event.event_id.startswith("event_c"):  # event_c…: not session events
-                last_event_id = event.event_id
+            last_event_id = event.event_id  # the resume point: every id names one
             if event.type == "session.created":
                 resume.update(event.resume)  # type: ignore[attr-defined]  # the extension
                 await connection.session.update(

@@ -32,7 +32,7 @@ from protocol.dialects.realtime.client_events import (
     translate_client_event,
 )
 from protocol.dialects.realtime.errors import INVALID_REQUEST, SERVER_ERROR, error_event
-from protocol.dialects.realtime.event_ids import EventPosition
+from protocol.dialects.realtime.event_ids import EventPosition, parse_event_id
 from protocol.dialects.realtime.resume import (
     LAST_EVENT_HEADER,
     SESSION_HEADER,
@@ -207,7 +207,7 @@ class RealtimeConnection(Connection):
                 super().send_control(self._error(code, text))
 
     def _error(self, code: Any, text: str, *, server: bool = False) -> dict[str, Any]:
-        counter = self.dialect.next_connection_event_id() if self.dialect else "event_c0"
+        counter = self.dialect.next_connection_event_id() if self.dialect else "event_0_0_c0"
         return error_event(
             counter,
             error_type=SERVER_ERROR if server or code == "internal_error" else INVALID_REQUEST,
@@ -291,6 +291,8 @@ class RealtimeConnection(Connection):
             self._refuse(code, refused.message)
             return
         self._skip_to = request.seen
+        if request.seen is not None:
+            dialect.written = (request.seen.seq, request.seen.index)
         self._quiet_seq = runtime.acked_seq or None
         super().start_replay(history)
 
@@ -307,6 +309,11 @@ class RealtimeConnection(Connection):
                 translated = []
             elif event.seq == skip.seq:
                 translated = translated[skip.skip :]
+        if translated:
+            # Before the writes: an answer queued meanwhile is written after all of them.
+            last = parse_event_id(translated[-1]["event_id"])
+            if last is not None:
+                dialect.written = (last.seq, last.index)
         for out in translated:
             await self._send(self._encode_control(out))
             if out["type"] == "response.done":

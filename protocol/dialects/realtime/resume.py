@@ -16,7 +16,12 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from protocol.dialects.realtime.errors import DialectError
-from protocol.dialects.realtime.event_ids import EventPosition, parse_event_id, session_event_id
+from protocol.dialects.realtime.event_ids import (
+    EventPosition,
+    NotAnEventId,
+    seen_position,
+    session_event_id,
+)
 from protocol.dialects.realtime.server_events import RealtimeEvent, translate_event
 from protocol.dialects.realtime.state import DialectState
 from protocol.messages import MAX_ID_LENGTH
@@ -92,12 +97,12 @@ def resume_request(headers: Mapping[str, str], query: str) -> ResumeRequest | No
         raise ResumeRequestInvalid("invalid_resume_request", "resume header too long")
     seen = None
     if last is not None:
-        seen = parse_event_id(last)
-        if seen is None:
+        try:
+            seen = seen_position(last)
+        except NotAnEventId:
             raise ResumeRequestInvalid(
-                "invalid_event_id",
-                f"{LAST_EVENT_HEADER} must be the last event_<seq>_<k> id received",
-            )
+                "invalid_event_id", f"{LAST_EVENT_HEADER} must be the last event_id received"
+            ) from None
     return ResumeRequest(session_id, token, seen)
 
 

@@ -81,12 +81,15 @@ class DialectState:
     transcript_seconds: float = 0.0
     connection_events: int = 0
     connection_tag: str = ""
-    """Set on a resumed connection, so its ``event_c`` ids differ from earlier ones."""
+    """Set on a resumed connection, so its connection event ids differ from earlier ones."""
+    written: tuple[int, int] = (0, 0)
+    """(seq, k) of the last session event the connection wrote (or is writing): the
+    point a connection event queued now follows on the wire."""
 
     def next_connection_event_id(self) -> str:
         """An id for an event that is not a native session event."""
         self.connection_events += 1
-        return connection_event_id(self.connection_events, self.connection_tag)
+        return connection_event_id(self.written, self.connection_events, self.connection_tag)
 
     def next_user_item_id(self) -> str:
         """A fresh id for a user item the client created without naming it."""

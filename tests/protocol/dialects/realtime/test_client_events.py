@@ -87,13 +87,13 @@ def test_user_text_item_becomes_input_text_and_is_answered_added_then_done() -> 
     assert out.replies == [
         {
             "type": "conversation.item.added",
-            "event_id": "event_c1",
+            "event_id": "event_0_0_c1",
             "previous_item_id": None,
             "item": item,
         },
         {
             "type": "conversation.item.done",
-            "event_id": "event_c2",
+            "event_id": "event_0_0_c2",
             "previous_item_id": None,
             "item": item,
         },
@@ -228,7 +228,7 @@ def test_response_create_cancel_and_output_audio_clear() -> None:
     cleared = translate_client_event(state, {"type": "output_audio_buffer.clear"})
     assert natives(cleared) == [native.ResponseInterrupt(type="response.interrupt")]
     assert cleared.replies == [
-        {"type": "output_audio_buffer.cleared", "event_id": "event_c1", "response_id": "resp_1"}
+        {"type": "output_audio_buffer.cleared", "event_id": "event_0_0_c1", "response_id": "resp_1"}
     ]
 
 
@@ -251,7 +251,7 @@ def test_truncate_and_retrieve_name_an_assistant_item_by_its_id() -> None:
     assert out.replies == [
         {
             "type": "conversation.item.truncated",
-            "event_id": "event_c1",
+            "event_id": "event_0_0_c1",
             "item_id": "item_resp_1_0",
             "content_index": 0,
             "audio_end_ms": 1500,

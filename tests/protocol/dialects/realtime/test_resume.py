@@ -114,6 +114,9 @@ def test_resume_headers_name_the_session_token_and_position() -> None:
         ({**GOOD, TOKEN_HEADER: "t" * 257}, "", "invalid_resume_request"),
         ({**GOOD, SESSION_HEADER: "s" * 129}, "", "invalid_resume_request"),
         ({**GOOD, LAST_EVENT_HEADER: "event_c3"}, "", "invalid_event_id"),
+        ({**GOOD, LAST_EVENT_HEADER: "event_0_0_c0"}, "", "invalid_event_id"),
+        ({**GOOD, LAST_EVENT_HEADER: "event_1_0_cXY_1"}, "", "invalid_event_id"),
+        ({**GOOD, LAST_EVENT_HEADER: "event_1_0_c1_"}, "", "invalid_event_id"),
         ({**GOOD, LAST_EVENT_HEADER: "event_0_0"}, "", "invalid_event_id"),
         ({**GOOD, LAST_EVENT_HEADER: "event_1_0 "}, "", "invalid_event_id"),
         ({**GOOD, LAST_EVENT_HEADER: ""}, "", "invalid_event_id"),
@@ -125,6 +128,30 @@ def test_resume_headers_that_cannot_be_served_are_refused(
     with pytest.raises(ResumeRequestInvalid) as refused:
         resume_request(headers, query)
     assert refused.value.code == code
+
+
+@pytest.mark.parametrize(
+    ("last", "seen"),
+    [
+        ("event_0_0_c1", None),
+        ("event_12_1_c5", EventPosition(12, 1)),
+        ("event_12_1_c0a1b2c3d_2", EventPosition(12, 1)),
+    ],
+)
+def test_a_connection_event_id_names_the_session_event_before_it(
+    last: str, seen: EventPosition | None
+) -> None:
+    request = resume_request({**GOOD, LAST_EVENT_HEADER: last}, "")
+    assert request is not None and request.seen == seen
+
+
+def test_connection_event_ids_follow_the_last_written_session_event() -> None:
+    make, _ = SCENARIOS["text_turn"]
+    state = make()
+    assert state.next_connection_event_id() == "event_0_0_c1"
+    state.written = (4, 2)
+    state.connection_tag = "0a1b2c3d"
+    assert state.next_connection_event_id() == "event_4_2_c0a1b2c3d_2"
 
 
 def test_a_seen_event_must_be_one_the_translation_gives() -> None:
