@@ -206,6 +206,7 @@ def _response_done(state: DialectState, message: dict[str, Any]) -> list[Realtim
     response = _response(state, message)
     if response is None:
         return []
+    state.transcript_answered = state.transcript_item is not None
     status = message.get("status")
     item_status = "completed" if status == "completed" else "incomplete"
     events: list[RealtimeEvent] = []
@@ -262,6 +263,7 @@ def _committed(state: DialectState, message: dict[str, Any]) -> list[RealtimeEve
     item_id = state.pending_user_item or user_item_id(message)
     state.pending_user_item = None
     state.transcript_item, state.transcript_text = item_id, ""
+    state.transcript_answered = False
     state.transcript_seconds = _ms(message.get("duration_ms")) / 1000
     item = user_audio_item(item_id, None)
     previous = state.remember(item)

@@ -78,6 +78,9 @@ class DialectState:
     """The user item the speech in progress will become (named at speech_started)."""
     transcript_item: str | None = None
     transcript_text: str = ""
+    transcript_answered: bool = False
+    """A response to the turn whose transcript is awaited has ended (a session without
+    speech-to-text never gets one: the wait no longer keeps the stream from quiet)."""
     transcript_seconds: float = 0.0
     connection_events: int = 0
     connection_tag: str = ""
@@ -100,7 +103,9 @@ class DialectState:
     def quiet(self) -> bool:
         """No response, speech or transcript in progress: a point a resume can rebuild from."""
         return (
-            not self.responses and self.pending_user_item is None and self.transcript_item is None
+            not self.responses
+            and self.pending_user_item is None
+            and (self.transcript_item is None or self.transcript_answered)
         )
 
     def remember(self, item: dict[str, Any], response_id: str | None = None) -> str | None:

@@ -149,12 +149,16 @@ TWO_SPOKEN_TURNS = numbered(
 )
 """Two voice turns: a quiet point between them, and user items the server names."""
 
+NO_TRANSCRIPTS = [event for event in TWO_SPOKEN_TURNS if event["type"] != "input_audio.transcript"]
+"""The same without speech-to-text: no transcript ever ends the wait for one."""
+
 SCENARIOS = {
     "text_turn": (text_state, TEXT_TURN),
     "spoken_turn_barged_in": (voice_state, SPOKEN_TURN_BARGED_IN),
     "tool_call": (voice_state, TOOL_CALL),
     "failures": (text_state, FAILURES),
     "two_spoken_turns": (voice_state, TWO_SPOKEN_TURNS),
+    "spoken_turns_without_transcripts": (voice_state, NO_TRANSCRIPTS),
 }
 
 

@@ -75,6 +75,12 @@ def test_two_spoken_turns_have_a_quiet_point_between_them() -> None:
     ]
 
 
+def test_without_transcripts_the_ends_of_answers_are_quiet_points() -> None:
+    make, events = SCENARIOS["spoken_turns_without_transcripts"]
+    quiet = [index for index in range(len(events)) if _quiet_after(make, events, index)]
+    assert [events[index]["type"] for index in quiet] == ["response.done", "response.done"]
+
+
 def _quiet_after(make: Any, events: list[dict[str, Any]], index: int) -> bool:
     state = make()
     for message in events[: index + 1]:
