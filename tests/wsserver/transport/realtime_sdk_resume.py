@@ -5,7 +5,9 @@ Prints one JSON line: the answer, every event id received, the event types.
 
 * ``cut N[,M...]``: cut the relay after the N-th (and M-th...) text delta of the answer;
 * ``idle``: answer a turn, cut while nothing runs, then a second turn on the resumed session;
-* ``none``: no cut (the same relay, for the answer to compare with).
+* ``none``: no cut (the same relay, for the answer to compare with);
+* ``voice``: a voice answer (audio and transcript deltas), cut after the listed
+  transcript deltas (none: uncut).
 
 Usage: python realtime_sdk_resume.py MODE CUTS HOST PORT API_KEY
 """
@@ -13,6 +15,7 @@ Usage: python realtime_sdk_resume.py MODE CUTS HOST PORT API_KEY
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
 from typing import Any
@@ -83,6 +86,7 @@ async def main(mode: str, cuts_text: str, host: str, port: str, api_key: str) ->
     types: list[str] = []
     answers: list[str] = []
     deltas: list[str] = []
+    audio_bytes = 0
     async with client.realtime.connect(
         model="gpt-realtime", on_reconnecting=on_reconnecting
     ) as connection:
@@ -110,11 +114,17 @@ async def main(mode: str, cuts_text: str, host: str, port: str, api_key: str) ->
             if event.type == "session.created":
                 # The server's extension: the SDK keeps the unknown field.
                 resume.update(event.resume)  # type: ignore[attr-defined]
-                await connection.session.update(
-                    session={"type": "realtime", "output_modalities": ["text"]}
-                )
+                if mode != "voice":
+                    await connection.session.update(
+                        session={"type": "realtime", "output_modalities": ["text"]}
+                    )
                 await ask()
-            if event.type == "response.output_text.delta":
+            if event.type == "response.output_audio.delta":
+                audio_bytes += len(base64.b64decode(event.delta))
+            if event.type in (
+                "response.output_text.delta",
+                "response.output_audio_transcript.delta",
+            ):
                 deltas.append(event.delta)
                 if cuts and len(deltas) == cuts[0]:
                     cuts.pop(0)
@@ -139,6 +149,7 @@ async def main(mode: str, cuts_text: str, host: str, port: str, api_key: str) ->
                 "reconnects": reconnects,
                 "session_id": resume.get("session_id"),
                 "relayed_connections": relay.accepted,
+                "audio_bytes": audio_bytes,
             }
         )
     )

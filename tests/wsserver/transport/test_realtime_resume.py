@@ -100,6 +100,15 @@ def test_two_drops_in_one_answer(served: Served, uncut: dict[str, Any]) -> None:
     assert_one_clean_stream(summary)
 
 
+def test_a_voice_answer_dropped_mid_stream_is_resumed_whole(served: Served) -> None:
+    whole = sdk(served, "voice")
+    cut = sdk(served, "voice", "3")
+    assert (whole["reconnects"], cut["reconnects"]) == ([], [1006])
+    assert cut["answers"] == whole["answers"] and whole["answers"][0]
+    assert cut["audio_bytes"] == whole["audio_bytes"] > 0
+    assert_one_clean_stream(cut)
+
+
 def test_a_resume_while_idle_goes_on_in_the_same_session(
     served: Served, uncut: dict[str, Any]
 ) -> None:
