@@ -45,3 +45,7 @@ class TokenBucket:
     def full(self, now: float) -> bool:
         """Whether the bucket is back at its burst: forgetting it loses nothing."""
         return self._refill(now) >= self.burst
+
+    def available(self, now: float) -> float:
+        """Tokens there are now (whole ones can be spent)."""
+        return self._refill(now)

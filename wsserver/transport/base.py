@@ -17,6 +17,7 @@ from protocol.errors import ProtocolViolation
 from protocol.events import Event
 from protocol.messages import SessionResume, SessionStart
 from protocol.session.inputs import Departure, SessionMessage
+from protocol.session.state import ServerSession
 from wsserver.frontdoor.gate import FrontDoor
 
 
@@ -47,6 +48,11 @@ class SessionEndpoint(Protocol):
     @property
     def last_seq(self) -> int:
         """Seq of the newest numbered event."""
+        ...
+
+    @property
+    def session(self) -> ServerSession:
+        """The session's state (a dialect's resume reads its replay buffer)."""
         ...
 
     @property

@@ -5,29 +5,56 @@ writer tasks, rate limits, session runtime, replay) with the translation of
 :mod:`protocol.dialects.realtime` at both edges: each Realtime client event becomes
 native messages and input audio, each numbered native event becomes the Realtime
 events it translates to. A Realtime client expects a session at once, so one is
-opened when the connection is (voice, PCM16 at 24 kHz, server VAD).
+opened when the connection is (voice, PCM16 at 24 kHz, server VAD) — or, when the
+handshake carries the resume headers, the named session is resumed: the native
+resume checks (principal, token, replay), then the translation is rebuilt from the
+last quiet point (:mod:`protocol.dialects.realtime.resume`) and only the events
+after the client's last ``event_id`` are sent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import secrets
+from collections import OrderedDict
+from dataclasses import asdict
 from typing import Any
 
 from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
 
 from protocol.audio_frame import AudioFrame, AudioKind
+from protocol.codes import CloseCode
 from protocol.dialects.realtime.client_events import (
     InputAudio,
     SessionConfigured,
     translate_client_event,
 )
 from protocol.dialects.realtime.errors import INVALID_REQUEST, SERVER_ERROR, error_event
-from protocol.dialects.realtime.server_events import session_created, translate_event
+from protocol.dialects.realtime.event_ids import EventPosition, parse_event_id
+from protocol.dialects.realtime.resume import (
+    LAST_EVENT_HEADER,
+    SESSION_HEADER,
+    TOKEN_HEADER,
+    ResumeRequest,
+    ResumeRequestInvalid,
+    check_seen,
+    resume_request,
+)
+from protocol.dialects.realtime.server_events import (
+    conversation_created,
+    rate_limits_updated,
+    session_created,
+    translate_event,
+)
 from protocol.dialects.realtime.session_config import SAMPLE_RATE, SessionConfig
 from protocol.dialects.realtime.state import DialectState
-from protocol.errors import ProtocolViolation
+from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
-from protocol.messages import AudioSettings, SessionStart
+from protocol.messages import Ack, AudioSettings, SessionResume, SessionStart
+from protocol.session.inputs import Departure
+from wsserver.frontdoor.principal_limits import message_allowance
 from wsserver.transport.base import ConnectionHost
 from wsserver.transport.websocket import Connection
 
@@ -41,11 +68,51 @@ CHUNK_BYTES = SAMPLE_RATE * 2 // 10
 MIN_CHUNK_BYTES = SAMPLE_RATE * 2 // 100
 """10 ms: a shorter tail waits for the next append."""
 
+RETRYABLE_REFUSALS = frozenset({"store_unavailable"})
+"""Refused resumes worth retrying: closed 1013 (the SDK reconnects); others 1008."""
+
+MAX_KEPT_CONFIGS = 16384
+
+
+class KeptConfigs:
+    """Each Realtime session's settings as its client last set them, by session id.
+
+    The session core does not take them yet (only tools), so a resumed connection on
+    this worker finds them here; bounded, the oldest forgotten first.
+    """
+
+    def __init__(self, limit: int = MAX_KEPT_CONFIGS) -> None:
+        self.limit = limit
+        self._configs: OrderedDict[str, SessionConfig] = OrderedDict()
+
+    def keep(self, config: SessionConfig) -> None:
+        """Remember ``config`` for its session."""
+        self._configs[config.session_id] = config
+        self._configs.move_to_end(config.session_id)
+        while len(self._configs) > self.limit:
+            self._configs.popitem(last=False)
+
+    def get(self, session_id: str) -> SessionConfig | None:
+        """The settings kept for ``session_id``, if any."""
+        return self._configs.get(session_id)
+
+
+KEPT_CONFIGS = KeptConfigs()
+"""One per worker process: resumes land on the worker that holds the session."""
+
 
 class RealtimeConnection(Connection):
     """A Realtime client's connection over the native session runtime."""
 
-    __slots__ = ("_audio_rest", "_audio_seq", "dialect", "model")
+    __slots__ = (
+        "_audio_rest",
+        "_audio_seq",
+        "_quiet_seq",
+        "_resume",
+        "_skip_to",
+        "dialect",
+        "model",
+    )
 
     def __init__(self, ws: ServerConnection, server: ConnectionHost, model: str) -> None:
         super().__init__(ws, server)
@@ -53,12 +120,68 @@ class RealtimeConnection(Connection):
         self.dialect: DialectState | None = None
         self._audio_seq = 0
         self._audio_rest = b""
+        self._resume: ResumeRequest | None = None
+        self._skip_to: EventPosition | None = None
+        """Replayed events up to this one are the client's already: translated, not sent."""
+        self._quiet_seq: int | None = None
+        """The newest sent seq after which nothing was in progress (acked one response later)."""
 
     async def run(self) -> None:
-        """Open the session (Realtime clients send nothing first), then serve."""
-        start = SessionStart(type="session.start", audio=AudioSettings(sample_rate=SAMPLE_RATE))
-        await self.server.open_session(self, start)
+        """Open or resume the session (Realtime clients send nothing first), then serve."""
+        try:
+            self._resume = self._resume_request()
+        except ResumeRequestInvalid as invalid:
+            self._refuse(invalid.code, invalid.message)
+        else:
+            if self._resume is None:
+                audio = AudioSettings(sample_rate=SAMPLE_RATE)
+                await self.server.open_session(
+                    self, SessionStart(type="session.start", audio=audio)
+                )
+            else:
+                request = self._resume
+                resume = SessionResume(
+                    type="session.resume",
+                    session_id=request.session_id,
+                    resume_token=request.resume_token,
+                    last_seq=request.last_seq,
+                )
+                await self.server.resume_session(self, resume)
         await super().run()
+
+    def _resume_request(self) -> ResumeRequest | None:
+        request = self.ws.request
+        if request is None:
+            return None
+        headers: dict[str, str] = {}
+        for name in (SESSION_HEADER, TOKEN_HEADER, LAST_EVENT_HEADER):
+            values = request.headers.get_all(name)
+            if len(values) > 1:
+                raise ResumeRequestInvalid("invalid_resume_request", f"{name} given twice")
+            if values:
+                headers[name] = values[0]
+        return resume_request(headers, request.path.partition("?")[2])
+
+    def _refuse(self, code: str, text: str) -> None:
+        """A resume that cannot be served: an ``error`` with the code, then a close.
+
+        Never a fresh session in its place: the client learns its session is gone.
+        """
+        close_code = (
+            CloseCode.TRY_AGAIN_LATER if code in RETRYABLE_REFUSALS else CloseCode.POLICY_VIOLATION
+        )
+        # Sent here, not queued: the close must follow the error, not overtake it.
+        self.server.spawn(self._send_refusal(self._error(code, text), close_code, code))
+
+    async def _send_refusal(self, error: dict[str, Any], close_code: CloseCode, code: str) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            await self._send(self._encode_control(error))
+        self.close(close_code, f"resume refused: {code}")
+
+    def keep_config(self) -> None:
+        """Remember the client's settings for a resume of this session."""
+        if self.dialect is not None:
+            KEPT_CONFIGS.keep(self.dialect.config)
 
     # -- native connection messages → Realtime --------------------------
 
@@ -66,13 +189,25 @@ class RealtimeConnection(Connection):
         """Translate a native connection message; heartbeats and pongs have no counterpart."""
         kind = message.get("type")
         if kind == "session.ready" and self.dialect is None:
-            self.dialect = DialectState(SessionConfig(str(message["session_id"]), self.model))
-            super().send_control(session_created(self.dialect))
+            session_id = str(message["session_id"])
+            config = KEPT_CONFIGS.get(session_id) if message.get("resumed") else None
+            self.dialect = DialectState(config or SessionConfig(session_id, self.model))
+            if message.get("resumed"):
+                self.dialect.connection_tag = secrets.token_hex(4) + "_"
+            if not message.get("resumed"):
+                # A resumed connection gets only what it missed: the app goes on unchanged.
+                token = str(message.get("resume_token", ""))
+                super().send_control(session_created(self.dialect, token))
+                super().send_control(conversation_created(self.dialect))
         elif kind == "error":
-            super().send_control(self._error(message.get("code"), str(message.get("message"))))
+            code, text = message.get("code"), str(message.get("message"))
+            if self._resume is not None and self.runtime is None:
+                self._refuse(str(code), text)
+            else:
+                super().send_control(self._error(code, text))
 
     def _error(self, code: Any, text: str, *, server: bool = False) -> dict[str, Any]:
-        counter = self.dialect.next_connection_event_id() if self.dialect else "event_c0"
+        counter = self.dialect.next_connection_event_id() if self.dialect else "event_0_0_c0"
         return error_event(
             counter,
             error_type=SERVER_ERROR if server or code == "internal_error" else INVALID_REQUEST,
@@ -105,6 +240,7 @@ class RealtimeConnection(Connection):
                 elif isinstance(item, SessionConfigured):
                     # Instructions, modalities and turn detection are kept by the
                     # dialect; the session core takes only tools mid-session (for now).
+                    self.keep_config()
                     continue
                 else:
                     runtime.handle(item)
@@ -129,9 +265,78 @@ class RealtimeConnection(Connection):
 
     # -- numbered native events → Realtime -------------------------------
 
+    def start_replay(self, events: list[Event]) -> None:
+        """Rebuild the translation from the last quiet point, then replay what was missed.
+
+        The native resume gives the events after the seen event's seq; the rebuild
+        needs those from the acked point (the last quiet point one response back).
+        """
+        request, runtime, dialect = self._resume, self.runtime, self.dialect
+        self._resume = None
+        if request is None or runtime is None or dialect is None:
+            super().start_replay(events)
+            return
+        try:
+            history = runtime.session.replay_after(runtime.acked_seq)
+            check_seen(
+                DialectState(dialect.config),
+                (event.to_message() for event in history),
+                request.seen,
+            )
+        except (ResumeRefused, ResumeRequestInvalid) as refused:
+            # Attached already: leave the session resumable as it was, refuse this one.
+            code = refused.code if isinstance(refused, ResumeRequestInvalid) else refused.code.value
+            self.runtime = None
+            runtime.detach(self, Departure.LOST, reason="resume_refused")
+            self._refuse(code, refused.message)
+            return
+        self._skip_to = request.seen
+        if request.seen is not None:
+            dialect.written = (request.seen.seq, request.seen.index)
+        self._quiet_seq = runtime.acked_seq or None
+        super().start_replay(history)
+
     async def _send_event(self, event: Event) -> None:
         dialect = self.dialect
         if dialect is None:
             return
-        for out in translate_event(dialect, event.to_message()):
+        translated = translate_event(dialect, event.to_message())
+        skip = self._skip_to
+        if skip is not None:
+            if event.seq >= skip.seq:
+                self._skip_to = None
+            if event.seq < skip.seq:
+                translated = []
+            elif event.seq == skip.seq:
+                translated = translated[skip.skip :]
+        if translated:
+            # Before the writes: an answer queued meanwhile is written after all of them.
+            last = parse_event_id(translated[-1]["event_id"])
+            if last is not None:
+                dialect.written = (last.seq, last.index)
+        for out in translated:
             await self._send(self._encode_control(out))
+            if out["type"] == "response.done":
+                await self._send(self._encode_control(self._rate_limits(dialect)))
+        if event.type == "response.done" and dialect.quiet:
+            self._quiet(event.seq)
+
+    def _rate_limits(self, dialect: DialectState) -> dict[str, Any]:
+        """``rate_limits.updated``: the principal's message rate as ``requests``; empty
+        when it has none (the Realtime API names only ``requests`` and ``tokens``)."""
+        allowance = message_allowance(self.quota)
+        limits = [] if allowance is None else [asdict(allowance) | {"name": "requests"}]
+        return rate_limits_updated(dialect, limits)
+
+    def _quiet(self, seq: int) -> None:
+        """Nothing runs after ``seq``: ack the quiet point before it natively.
+
+        The replay buffer then holds one response back from the last quiet point,
+        what a rebuild needs for a client that lost the end of the last answer;
+        acking only then bounds memory without betting that the client has
+        what was just written.
+        """
+        runtime = self.runtime
+        previous, self._quiet_seq = self._quiet_seq, seq
+        if runtime is not None and previous is not None and previous > runtime.acked_seq:
+            runtime.handle(Ack(type="ack", seq=previous))

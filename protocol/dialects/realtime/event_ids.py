@@ -5,8 +5,10 @@ response opens its output item and content part, then carries the text), so an i
 names the native event and the position in its translation: ``event_<seq>_<k>``.
 Translation is deterministic, so a client that saw ``event_12_1`` has seen every
 event up to seq 11 and the first two of seq 12. Events that are not session events
-(the dialect's own error answers, ``session.created``) carry ``event_c<n>``: they
-are never replayed, and naming one on resume names nothing.
+(the dialect's own answers, ``session.created``) are never replayed; their id names
+the last session event written before them and a counter,
+``event_<seq>_<k>_c[<tag>_]<n>`` (``event_0_0_c…`` before any), so whatever id a
+client saw last names a point in the stream.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ import re
 from dataclasses import dataclass
 
 _SESSION_EVENT_ID = re.compile(r"event_([1-9][0-9]{0,17})_(0|[1-9][0-9]{0,3})")
+_CONNECTION_EVENT_ID = re.compile(
+    r"event_(0|[1-9][0-9]{0,17})_(0|[1-9][0-9]{0,3})_c(?:[0-9a-f]{1,16}_)?[1-9][0-9]{0,17}"
+)
 
 
 def session_event_id(seq: int, index: int) -> str:
@@ -22,9 +27,14 @@ def session_event_id(seq: int, index: int) -> str:
     return f"event_{seq}_{index}"
 
 
-def connection_event_id(counter: int) -> str:
-    """The id of an event that is not replayed (a connection's ``counter``-th such event)."""
-    return f"event_c{counter}"
+def connection_event_id(after: tuple[int, int], counter: int, tag: str = "") -> str:
+    """The id of an event that is not replayed (a connection's ``counter``-th such event),
+    written after session event ``after`` (``(0, 0)``: none yet).
+
+    ``tag`` tells a resumed connection's ids from those of the connections before it.
+    """
+    seq, index = after
+    return f"event_{seq}_{index}_c{tag + '_' if tag else ''}{counter}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,3 +63,20 @@ def parse_event_id(event_id: object) -> EventPosition | None:
     if match is None:
         return None
     return EventPosition(int(match.group(1)), int(match.group(2)))
+
+
+class NotAnEventId(ValueError):
+    """A value that is no event id this dialect sends."""
+
+
+def seen_position(event_id: str) -> EventPosition | None:
+    """What a client that saw ``event_id`` last has seen: a session event position, or
+    ``None`` for none; :class:`NotAnEventId` for anything else."""
+    session = parse_event_id(event_id)
+    if session is not None:
+        return session
+    match = _CONNECTION_EVENT_ID.fullmatch(event_id)
+    if match is None:
+        raise NotAnEventId(event_id)
+    seq, index = int(match.group(1)), int(match.group(2))
+    return EventPosition(seq, index) if seq else None

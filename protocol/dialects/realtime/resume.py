@@ -10,12 +10,21 @@ the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qs
 
-from protocol.dialects.realtime.event_ids import EventPosition
+from protocol.dialects.realtime.errors import DialectError
+from protocol.dialects.realtime.event_ids import (
+    EventPosition,
+    NotAnEventId,
+    seen_position,
+    session_event_id,
+)
 from protocol.dialects.realtime.server_events import RealtimeEvent, translate_event
 from protocol.dialects.realtime.state import DialectState
+from protocol.messages import MAX_ID_LENGTH
 
 
 def resume_translation(
@@ -36,3 +45,81 @@ def resume_translation(
         elif seq == seen.seq:
             missed.extend(translated[seen.skip :])
     return missed
+
+
+SESSION_HEADER = "X-Wsserver-Session"
+TOKEN_HEADER = "X-Wsserver-Resume-Token"
+LAST_EVENT_HEADER = "X-Wsserver-Last-Event-Id"
+MAX_TOKEN_LENGTH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRequest:
+    """A reconnect that asks to resume a session (the headers of its handshake)."""
+
+    session_id: str
+    resume_token: str
+    seen: EventPosition | None
+    """The client's last session event (``None``: it saw none)."""
+
+    @property
+    def last_seq(self) -> int:
+        """The native ``last_seq``: everything before the seen event's seq is the client's."""
+        return 0 if self.seen is None else self.seen.resume_after_seq
+
+
+class ResumeRequestInvalid(DialectError):
+    """Resume headers that cannot be served as they are (refused, never a fresh session)."""
+
+
+def resume_request(headers: Mapping[str, str], query: str) -> ResumeRequest | None:
+    """The resume a handshake asks for, ``None`` for a new session, or
+    :class:`ResumeRequestInvalid`.
+
+    ``headers`` holds the handshake's headers (names case-insensitive, each once).
+    A resume token in the query is refused: URLs end up in access logs.
+    """
+    if "resume_token" in parse_qs(query, keep_blank_values=True):
+        raise ResumeRequestInvalid(
+            "resume_token_in_query",
+            f"send the resume token in the {TOKEN_HEADER} header, never in the query",
+        )
+    session_id, token = headers.get(SESSION_HEADER), headers.get(TOKEN_HEADER)
+    last = headers.get(LAST_EVENT_HEADER)
+    if session_id is None and token is None and last is None:
+        return None
+    if not session_id or not token:
+        raise ResumeRequestInvalid(
+            "invalid_resume_request",
+            f"a resume needs both {SESSION_HEADER} and {TOKEN_HEADER}",
+        )
+    if len(session_id) > MAX_ID_LENGTH or len(token) > MAX_TOKEN_LENGTH:
+        raise ResumeRequestInvalid("invalid_resume_request", "resume header too long")
+    seen = None
+    if last is not None:
+        try:
+            seen = seen_position(last)
+        except NotAnEventId:
+            raise ResumeRequestInvalid(
+                "invalid_event_id", f"{LAST_EVENT_HEADER} must be the last event_id received"
+            ) from None
+    return ResumeRequest(session_id, token, seen)
+
+
+def check_seen(
+    state: DialectState, events: Iterable[dict[str, Any]], seen: EventPosition | None
+) -> None:
+    """Raise :class:`ResumeRequestInvalid` if ``seen`` names no event these native
+    events (from a quiet point, in seq order) translate to: a client cannot have
+    seen an event the server never sent."""
+    if seen is None:
+        return
+    for message in events:
+        if message.get("seq") == seen.seq:
+            if len(translate_event(state, message)) > seen.index:
+                return
+            break
+        translate_event(state, message)
+    raise ResumeRequestInvalid(
+        "invalid_event_id", f"event {session_event_id(seen.seq, seen.index)} was never sent"
+    )

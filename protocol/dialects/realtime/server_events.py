@@ -36,12 +36,51 @@ RealtimeEvent = dict[str, Any]
 Translator = Callable[[DialectState, dict[str, Any]], list[RealtimeEvent]]
 
 
-def session_created(state: DialectState) -> RealtimeEvent:
-    """The ``session.created`` a new connection gets first (not a replayed event)."""
+def session_created(state: DialectState, resume_token: str) -> RealtimeEvent:
+    """The ``session.created`` a new connection gets first (not a replayed event).
+
+    ``resume`` is this server's extension: what a client sends back in headers to
+    resume the session after a dropped connection (docs/REALTIME.md). The SDK keeps
+    unknown fields, so an application reads it as ``event.resume``.
+    """
     return {
         "type": "session.created",
         "event_id": state.next_connection_event_id(),
         "session": session_object(state.config),
+        "resume": {"session_id": state.config.session_id, "resume_token": resume_token},
+    }
+
+
+def conversation_created(state: DialectState) -> RealtimeEvent:
+    """The ``conversation.created`` that follows ``session.created`` (one per session)."""
+    return {
+        "type": "conversation.created",
+        "event_id": state.next_connection_event_id(),
+        "conversation": {
+            "id": f"conv_{state.config.session_id}",
+            "object": "realtime.conversation",
+        },
+    }
+
+
+def rate_limits_updated(state: DialectState, limits: list[dict[str, Any]]) -> RealtimeEvent:
+    """``rate_limits.updated`` (after each ``response.done``; not a replayed event).
+
+    ``limits`` are ``{name, limit, remaining, reset_seconds}``: what is left of the
+    principal's quotas, or none when it has none.
+    """
+    return {
+        "type": "rate_limits.updated",
+        "event_id": state.next_connection_event_id(),
+        "rate_limits": [
+            {
+                "name": limit["name"],
+                "limit": limit["limit"],
+                "remaining": limit["remaining"],
+                "reset_seconds": limit["reset_seconds"],
+            }
+            for limit in limits
+        ],
     }
 
 
@@ -167,6 +206,7 @@ def _response_done(state: DialectState, message: dict[str, Any]) -> list[Realtim
     response = _response(state, message)
     if response is None:
         return []
+    state.transcript_answered = state.transcript_item is not None
     status = message.get("status")
     item_status = "completed" if status == "completed" else "incomplete"
     events: list[RealtimeEvent] = []
@@ -190,8 +230,14 @@ def _response_done(state: DialectState, message: dict[str, Any]) -> list[Realtim
     return events
 
 
+def user_item_id(message: dict[str, Any]) -> str:
+    """The id of the user item native event ``message`` names first: derived from its
+    ``seq``, so a translation rebuilt from any quiet point names it the same."""
+    return f"item_user_{message.get('seq')}"
+
+
 def _speech_started(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
-    state.pending_user_item = state.next_user_item_id()
+    state.pending_user_item = user_item_id(message)
     return [
         {
             "type": "input_audio_buffer.speech_started",
@@ -203,7 +249,7 @@ def _speech_started(state: DialectState, message: dict[str, Any]) -> list[Realti
 
 def _speech_stopped(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     if state.pending_user_item is None:
-        state.pending_user_item = state.next_user_item_id()
+        state.pending_user_item = user_item_id(message)
     return [
         {
             "type": "input_audio_buffer.speech_stopped",
@@ -214,9 +260,10 @@ def _speech_stopped(state: DialectState, message: dict[str, Any]) -> list[Realti
 
 
 def _committed(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
-    item_id = state.pending_user_item or state.next_user_item_id()
+    item_id = state.pending_user_item or user_item_id(message)
     state.pending_user_item = None
     state.transcript_item, state.transcript_text = item_id, ""
+    state.transcript_answered = False
     state.transcript_seconds = _ms(message.get("duration_ms")) / 1000
     item = user_audio_item(item_id, None)
     previous = state.remember(item)

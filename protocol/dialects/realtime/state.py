@@ -78,18 +78,35 @@ class DialectState:
     """The user item the speech in progress will become (named at speech_started)."""
     transcript_item: str | None = None
     transcript_text: str = ""
+    transcript_answered: bool = False
+    """A response to the turn whose transcript is awaited has ended (a session without
+    speech-to-text never gets one: the wait no longer keeps the stream from quiet)."""
     transcript_seconds: float = 0.0
     connection_events: int = 0
+    connection_tag: str = ""
+    """Set on a resumed connection, so its connection event ids differ from earlier ones."""
+    written: tuple[int, int] = (0, 0)
+    """(seq, k) of the last session event the connection wrote (or is writing): the
+    point a connection event queued now follows on the wire."""
 
     def next_connection_event_id(self) -> str:
         """An id for an event that is not a native session event."""
         self.connection_events += 1
-        return connection_event_id(self.connection_events)
+        return connection_event_id(self.written, self.connection_events, self.connection_tag)
 
     def next_user_item_id(self) -> str:
-        """A fresh id for a user item the server names."""
+        """A fresh id for a user item the client created without naming it."""
         self.user_items += 1
-        return f"item_user_{self.user_items}"
+        return f"item_user_c{self.user_items}"
+
+    @property
+    def quiet(self) -> bool:
+        """No response, speech or transcript in progress: a point a resume can rebuild from."""
+        return (
+            not self.responses
+            and self.pending_user_item is None
+            and (self.transcript_item is None or self.transcript_answered)
+        )
 
     def remember(self, item: dict[str, Any], response_id: str | None = None) -> str | None:
         """Keep ``item`` (bounded); return the id of the item before it in the conversation."""

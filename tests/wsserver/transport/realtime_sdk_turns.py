@@ -7,7 +7,10 @@ SDK, in one of three modes, read through the SDK's typed objects. Prints one JSO
 * ``audio``: a spoken turn (a 16 kHz WAV, resampled to 24 kHz) appended in real time
   with server VAD on, answered by voice;
 * ``barge_in``: the same, spoken again while the answer streams: the first
-  ``response.done`` (cancelled by the turn).
+  ``response.done`` (cancelled by the turn);
+* ``truncate``: a voice answer interrupted (``output_audio_buffer.clear``) after a few
+  audio deltas, its item truncated to ``audio_end_ms`` (the WAV argument: a number, or
+  ``none`` for no truncate), then a second turn: its ``input_tokens`` show the history.
 
 Usage: python realtime_sdk_turns.py MODE BASE_URL API_KEY [WAV]
 """
@@ -66,6 +69,46 @@ async def speak(connection: Any, audio: bytes) -> None:
         await asyncio.sleep(0.1)
 
 
+async def say(connection: Any, text: str) -> None:
+    """A user text turn and a response to it."""
+    await connection.conversation.item.create(
+        item={"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    )
+    await connection.response.create()
+
+
+async def truncated_turns(connection: Any, audio_end_ms: str | None) -> dict[str, Any]:
+    """A voice answer cut short (and truncated), then a second turn; what was seen."""
+    out: dict[str, Any] = {"truncated": []}
+    item_id, audio_deltas = None, 0
+    await say(connection, "Say something.")
+    async for event in connection:
+        if event.type == "response.output_item.added" and item_id is None:
+            item_id = event.item.id
+        if event.type == "response.output_audio.delta":
+            audio_deltas += 1
+            if audio_deltas == 5:
+                if audio_end_ms != "none":
+                    await connection.conversation.item.truncate(
+                        item_id=item_id, content_index=0, audio_end_ms=int(audio_end_ms or 0)
+                    )
+                await connection.output_audio_buffer.clear()
+        if event.type == "conversation.item.truncated":
+            out["truncated"].append([event.item_id, event.content_index, event.audio_end_ms])
+        if event.type == "error":
+            out.setdefault("errors", []).append(event.error.code)
+        if event.type == "response.created" and "first" in out:
+            await connection.response.cancel()  # its prompt is what counts, not its answer
+        if event.type == "response.done":
+            if "first" not in out:
+                out["first"] = {"status": event.response.status, "item_id": item_id}
+                await say(connection, "Go on.")
+            else:
+                out["second_input_tokens"] = event.response.usage.input_tokens
+                return out
+    return out
+
+
 async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -> None:
     client = AsyncOpenAI(api_key=api_key, base_url=base_url)
     types: list[str] = []
@@ -107,6 +150,10 @@ async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -
                     speaking.cancel()
                     print(json.dumps(summary))
                     return
+        if mode == "truncate":
+            summary.update(await truncated_turns(connection, wav))
+            print(json.dumps(summary))
+            return
         session: dict[str, Any] = {"type": "realtime", "output_modalities": ["text"]}
         if mode == "tool":
             session["tools"] = [WEATHER_TOOL]

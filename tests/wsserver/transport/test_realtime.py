@@ -143,7 +143,8 @@ def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
         "conversation.item.done",
         "response.created",
     ]
-    assert types[1:7] == turn
+    assert types[1] == "conversation.created"
+    assert types[2:8] == turn
     assert "response.output_audio.delta" in types
     assert "response.output_text.delta" not in types
     assert summary["audio_bytes"] > 0
@@ -172,6 +173,7 @@ async def test_bad_frames_get_realtime_errors_and_the_session_goes_on(
     async with connect(url, additional_headers=headers, compression=None) as ws:
         created = json.loads(await ws.recv())
         assert created["type"] == "session.created"
+        assert json.loads(await ws.recv())["type"] == "conversation.created"
         bad: list[str | bytes] = [
             b"\x01\x00binary",
             "{not json",
@@ -212,3 +214,18 @@ async def test_a_realtime_handshake_without_credentials_is_refused(
         async with connect(worker.url + "/v1/realtime"):
             pass
     assert refused.value.response.status_code == 401
+
+
+def test_sdk_truncate_cuts_the_history_to_what_was_played(
+    served_slowly: tuple[WorkerProcess, str],
+) -> None:
+    # The same interrupted voice answer, kept as sent or truncated to 0 ms: the next
+    # turn's prompt (its input_tokens) shows what the history kept.
+    kept = summary_of(sdk("truncate", *served_slowly, "none"))
+    cut = summary_of(sdk("truncate", *served_slowly, "0"))
+    assert kept["truncated"] == []
+    assert cut["truncated"] == [[cut["first"]["item_id"], 0, 0]]
+    for summary in (kept, cut):
+        assert summary["first"]["status"] == "cancelled"
+        assert "errors" not in summary
+    assert cut["second_input_tokens"] < kept["second_input_tokens"]

@@ -131,11 +131,34 @@ FAILURES = numbered(
     {"type": "error", "code": "internal_error", "message": "could not handle response.create"},
 )
 
+
+def _spoken_turn(response_id: str, said: str, answer: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "input_audio.speech_started", "audio_start_ms": 300},
+        {"type": "input_audio.speech_stopped", "audio_end_ms": 1500, "speech_ms": 1200},
+        {"type": "input_audio.committed", "audio_start_ms": 0, "audio_end_ms": 2000},
+        {"type": "input_audio.transcript", "text": said, "final": True},
+        {"type": "response.created", "response_id": response_id},
+        {"type": "response.text.delta", "response_id": response_id, "delta": answer},
+        {"type": "response.done", "response_id": response_id, "status": "completed"},
+    ]
+
+
+TWO_SPOKEN_TURNS = numbered(
+    *_spoken_turn("resp_1", "Hello.", "Hi!"), *_spoken_turn("resp_2", "Bye.", "Bye!")
+)
+"""Two voice turns: a quiet point between them, and user items the server names."""
+
+NO_TRANSCRIPTS = [event for event in TWO_SPOKEN_TURNS if event["type"] != "input_audio.transcript"]
+"""The same without speech-to-text: no transcript ever ends the wait for one."""
+
 SCENARIOS = {
     "text_turn": (text_state, TEXT_TURN),
     "spoken_turn_barged_in": (voice_state, SPOKEN_TURN_BARGED_IN),
     "tool_call": (voice_state, TOOL_CALL),
     "failures": (text_state, FAILURES),
+    "two_spoken_turns": (voice_state, TWO_SPOKEN_TURNS),
+    "spoken_turns_without_transcripts": (voice_state, NO_TRANSCRIPTS),
 }
 
 
@@ -156,7 +179,7 @@ CLIENT_EVENTS: list[Any] = [
         "type": "conversation.item.create",
         "item": {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
     },
-    {"type": "conversation.item.retrieve", "item_id": "item_user_1"},
+    {"type": "conversation.item.retrieve", "item_id": "item_user_c1"},
     {"type": "nope", "event_id": "e1"},
 ]
 """Client events the dialect answers itself (after ``session.created``)."""

@@ -16,7 +16,12 @@ from protocol.dialects.realtime.client_events import (
     Translation,
     translate_client_event,
 )
-from protocol.dialects.realtime.server_events import session_created, translate_event
+from protocol.dialects.realtime.server_events import (
+    conversation_created,
+    rate_limits_updated,
+    session_created,
+    translate_event,
+)
 from protocol.dialects.realtime.state import DialectState
 from tests.protocol.dialects.realtime.scenarios import (
     CLIENT_EVENTS,
@@ -27,6 +32,10 @@ from tests.protocol.dialects.realtime.scenarios import (
 )
 
 GOLDEN = Path(__file__).parent / "golden"
+RESUME_TOKEN = "rt_golden"
+RATE_LIMITS = [
+    {"name": "requests", "limit": 50, "remaining": 47, "reset_seconds": 0.3},
+]
 
 
 def natives(translation: Translation) -> list[Any]:
@@ -59,7 +68,7 @@ def test_user_text_item_becomes_input_text_and_is_answered_added_then_done() -> 
     )
     assert natives(out) == [native.InputText(type="input.text", id="c1", text="Hi there")]
     item = {
-        "id": "item_user_1",
+        "id": "item_user_c1",
         "object": "realtime.item",
         "type": "message",
         "role": "user",
@@ -78,13 +87,13 @@ def test_user_text_item_becomes_input_text_and_is_answered_added_then_done() -> 
     assert out.replies == [
         {
             "type": "conversation.item.added",
-            "event_id": "event_c1",
+            "event_id": "event_0_0_c1",
             "previous_item_id": None,
             "item": item,
         },
         {
             "type": "conversation.item.done",
-            "event_id": "event_c2",
+            "event_id": "event_0_0_c2",
             "previous_item_id": None,
             "item": item,
         },
@@ -219,7 +228,7 @@ def test_response_create_cancel_and_output_audio_clear() -> None:
     cleared = translate_client_event(state, {"type": "output_audio_buffer.clear"})
     assert natives(cleared) == [native.ResponseInterrupt(type="response.interrupt")]
     assert cleared.replies == [
-        {"type": "output_audio_buffer.cleared", "event_id": "event_c1", "response_id": "resp_1"}
+        {"type": "output_audio_buffer.cleared", "event_id": "event_0_0_c1", "response_id": "resp_1"}
     ]
 
 
@@ -242,7 +251,7 @@ def test_truncate_and_retrieve_name_an_assistant_item_by_its_id() -> None:
     assert out.replies == [
         {
             "type": "conversation.item.truncated",
-            "event_id": "event_c1",
+            "event_id": "event_0_0_c1",
             "item_id": "item_resp_1_0",
             "content_index": 0,
             "audio_end_ms": 1500,
@@ -411,9 +420,11 @@ def test_deeply_nested_input_is_refused_without_recursion() -> None:
 
 def test_the_dialects_own_answers_match_their_golden_events() -> None:
     state = voice_state()
-    replies = [session_created(state)]
+    replies = [session_created(state, RESUME_TOKEN), conversation_created(state)]
     for event in CLIENT_EVENTS:
         replies.extend(translate_client_event(state, event).replies)
+    replies.append(rate_limits_updated(state, RATE_LIMITS))
+    replies.append(rate_limits_updated(state, []))
     lines = (GOLDEN / "client_replies.jsonl").read_text(encoding="utf-8").splitlines()
     assert replies == [json.loads(line) for line in lines]
 

@@ -51,13 +51,15 @@ def test_every_event_id_names_its_native_seq_and_position(name: str) -> None:
 
 
 def test_session_created_is_complete_and_not_a_session_event() -> None:
-    event = session_created(text_state())
+    event = session_created(text_state(), "rt_1")
     assert event["type"] == "session.created"
     assert parse_event_id(event["event_id"]) is None
     session = event["session"]
     assert session["output_modalities"] == ["text"]
     assert session["audio"]["input"]["format"] == {"type": "audio/pcm", "rate": 24000}
     assert session["audio"]["input"]["turn_detection"]["type"] == "server_vad"
+    # What a client sends back (in headers) to resume: the SDK keeps the unknown field.
+    assert event["resume"] == {"session_id": "sess_A", "resume_token": "rt_1"}
 
 
 HOSTILE_NATIVE: list[dict[str, Any]] = [
