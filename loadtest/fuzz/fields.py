@@ -25,7 +25,7 @@ BASE_MESSAGES: dict[str, dict[str, Any]] = {
         "type": "session.start",
         "id": "r",
         "instructions": "be brief",
-        "settings": {"max_output_tokens": 8, "tool_timeout_ms": 1000},
+        "settings": {"max_output_tokens": 8, "tool_timeout_ms": 1000, "tool_rounds": "client"},
         "audio": {
             "sample_rate": 16000,
             "output": False,
@@ -41,7 +41,26 @@ BASE_MESSAGES: dict[str, dict[str, Any]] = {
         },
         "tools": [_TOOL],
     },
-    "session.update": {"type": "session.update", "id": "r", "tools": [_TOOL]},
+    "session.update": {
+        "type": "session.update",
+        "id": "r",
+        "tools": [_TOOL],
+        "instructions": "be brief",
+        "audio": {
+            "sample_rate": 16000,
+            "output": False,
+            "turn_detection": {
+                "type": "server_vad",
+                "threshold": 0.5,
+                "prefix_padding_ms": 300,
+                "silence_duration_ms": 500,
+                "create_response": False,
+                "interrupt_response": True,
+                "false_interruption_ms": 200,
+            },
+        },
+        "tool_rounds": "client",
+    },
     "session.resume": {
         "type": "session.resume",
         "id": "r",
@@ -56,6 +75,9 @@ BASE_MESSAGES: dict[str, dict[str, Any]] = {
         "input": "hi",
         "max_output_tokens": 4,
         "response_format": {"type": "json_schema", "schema": {"type": "object"}, "name": "n"},
+        "instructions": "be brief",
+        "tools": [_TOOL],
+        "audio_output": False,
     },
     "response.continue": {
         "type": "response.continue",
