@@ -119,14 +119,26 @@ def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str
     assert summary["output_tokens"] < 8
 
 
-def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None:
+def test_sdk_tool_call_ends_its_response_and_the_next_create_answers(
+    served: tuple[WorkerProcess, str],
+) -> None:
     summary = summary_of(sdk("tool", *served))
-    assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
-    # The native response answers on after the result, as one response (docs/REALTIME.md).
-    assert summary["output_types"] == ["function_call", "message"]
-    assert '{"temp_c": 21}' in summary["text"]
     assert "errors" not in summary
-    assert summary["status"] == "completed"
+    assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+    calling, answer = summary["responses"]
+    # As in the Realtime API: the response that calls ends completed, the call in its output.
+    assert (calling["status"], calling["details"]) == ("completed", None)
+    assert calling["output_types"] == ["function_call"]
+    assert calling["output_tokens"] > 0
+    # The output alone started nothing: only its own items came before the marker.
+    after = summary["after_output_done"]
+    assert after[-2:] == ["conversation.item.added", "conversation.item.done"]
+    assert "response.created" not in after
+    assert answer["status"] == "completed"
+    assert answer["output_types"] == ["message"]
+    assert '{"temp_c": 21}' in answer["text"]
+    # The answer's prompt holds the call and its output.
+    assert answer["input_tokens"] > calling["input_tokens"]
 
 
 def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
