@@ -60,10 +60,10 @@ def served_slowly(
 
 
 def sdk(
-    mode: str, worker: WorkerProcess, key: str, *extra: str
+    mode: str, worker: WorkerProcess, key: str, *extra: str, script: str = "realtime_sdk_turns.py"
 ) -> subprocess.CompletedProcess[str]:
-    """Run one mode of realtime_sdk_turns.py with the SDK's python."""
-    script = str(HERE / "realtime_sdk_turns.py")
+    """Run one mode of an SDK script (realtime_sdk_turns.py) with the SDK's python."""
+    script = str(HERE / script)
     return subprocess.run(
         [openai_sdk_python(), script, mode, worker.http + "/v1", key, *extra],
         capture_output=True,
@@ -241,3 +241,48 @@ def test_sdk_truncate_cuts_the_history_to_what_was_played(
         assert summary["first"]["status"] == "cancelled"
         assert "errors" not in summary
     assert cut["second_input_tokens"] < kept["second_input_tokens"]
+
+
+def _prompt_tokens(*texts: str) -> int:
+    """What the simulated engine counts for a prompt of these turns (words + 4 each)."""
+    return sum(len(text.split()) + 4 for text in texts)
+
+
+def test_sdk_text_only_session_with_instructions_and_a_per_response_override(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    summary = summary_of(sdk("instructions", *served, script="realtime_sdk_settings.py"))
+    pirate, brief = "Answer like a pirate would.", "Be brief."
+    assert summary["updated"] == {"instructions": pirate, "output_modalities": ["text"]}
+    first, second = summary["first"], summary["second"]
+    for answer in (first, second):
+        assert answer["status"] == "completed"
+        assert answer["output_modalities"] == ["text"]
+        assert "response.output_text.delta" in answer["types"]
+        assert not [kind for kind in answer["types"] if "audio" in kind]
+        assert (answer["output_tokens"], answer["audio_tokens"]) == (8, 0)
+    # The session's instructions reached the engine: they are in the prompt it counted.
+    assert first["input_tokens"] == _prompt_tokens(pirate, "Say something.")
+    # The override replaced them for its response only.
+    history = ("Say something.", first["text"], "Again.")
+    assert second["input_tokens"] == _prompt_tokens(brief, *history)
+
+
+def test_sdk_turn_detection_null_leaves_commit_and_response_to_the_client(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    speech = str(FIXTURES / "speech_hello.wav")
+    summary = summary_of(sdk("manual", *served, speech, script="realtime_sdk_settings.py"))
+    assert summary["turn_detection"] is None
+    before = summary["before_create"]
+    # No detector: no speech_started; the commit makes the item, and no response of its own.
+    assert "input_audio_buffer.speech_started" not in before
+    assert before[:3] == [
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+    ]
+    assert "response.created" not in before
+    answer = summary["answer"]
+    assert answer["status"] == "completed"
+    assert "response.output_audio.delta" in answer["types"]
