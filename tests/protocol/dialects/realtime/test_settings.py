@@ -255,3 +255,19 @@ def test_a_tool_round_ends_its_response_and_the_next_create_answers() -> None:
     assert natives(translate_client_event(state, {"type": "response.create"})) == [
         native.ResponseCreate(type="response.create", id="rt_1")
     ]
+
+
+def test_an_error_for_a_request_sent_with_the_dialects_id_names_the_clients() -> None:
+    state = voice_state()
+    for _ in range(2):
+        translate_client_event(state, {"type": "response.create", "event_id": "a"})
+    refused = {
+        "type": "error",
+        "seq": 1,
+        "code": "response_in_progress",
+        "message": "a response is running",
+        "request_id": "rt_1",  # the second "a": sent with an id of the dialect's
+    }
+    (error,) = translate_event(state, refused)
+    assert error["error"]["event_id"] == "a"
+    assert list(state.pending) == ["a"]
