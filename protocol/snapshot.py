@@ -172,7 +172,8 @@ def restore_session(
 ) -> tuple[ServerSession, ResponseState | None]:
     """Rebuild a session on a new owner.
 
-    ``replay`` holds the persisted events after ``client_last_seq``. Numbering
+    ``replay`` holds persisted events (all the store kept, or those after
+    ``client_last_seq``; the resume sends only those after it). Numbering
     continues after the larger of the store's and the client's last seq: a
     client may hold events its old worker never persisted, and a new event must
     never reuse their numbers. Returns the session and the response that was

@@ -77,9 +77,9 @@ class DialectClient:
         ws = await connect(url + dialect.path, compression=None, max_size=None)
         client = cls(dialect, ws)
         if dialect.native:
-            # A text session, as the Realtime one looks to its client once its output is
-            # text only; or a voice one, as the endpoint opens it (the engine then also
-            # makes audio, which the Realtime translation drops for a text-only client).
+            # A text session: the engine work of a Realtime session made text-only (its
+            # session.update turns audio output off); or a voice one, as the endpoint
+            # opens it (the engine then also makes audio).
             start: dict[str, Any] = {"type": "session.start"}
             if dialect.voice:
                 start["audio"] = {"sample_rate": SAMPLE_RATE}

@@ -57,8 +57,9 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
             nat["cpu_ms_per_response"],
         )
     )
-    # The same engine work as the Realtime sessions do today (they open as voice
-    # sessions: the engine also makes audio, which the translation drops).
+    # Against a voice session too: the Realtime sessions open as voice sessions, and
+    # their session.update to text-only turns the engine's audio off (the text
+    # baseline is the same engine work now; this one shows the cost of audio).
     voice = summaries(results["concurrent"]["native_voice"])
     base = f"{NATIVE}, voice session"
     figures += [

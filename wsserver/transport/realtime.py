@@ -26,11 +26,7 @@ from websockets.exceptions import ConnectionClosed
 
 from protocol.audio_frame import AudioFrame, AudioKind
 from protocol.codes import CloseCode
-from protocol.dialects.realtime.client_events import (
-    InputAudio,
-    SessionConfigured,
-    translate_client_event,
-)
+from protocol.dialects.realtime.client_events import InputAudio, translate_client_event
 from protocol.dialects.realtime.errors import INVALID_REQUEST, SERVER_ERROR, error_event
 from protocol.dialects.realtime.event_ids import EventPosition, parse_event_id
 from protocol.dialects.realtime.resume import (
@@ -48,11 +44,15 @@ from protocol.dialects.realtime.server_events import (
     session_created,
     translate_event,
 )
-from protocol.dialects.realtime.session_config import SAMPLE_RATE, SessionConfig
+from protocol.dialects.realtime.session_config import (
+    SAMPLE_RATE,
+    SessionConfig,
+    with_native_settings,
+)
 from protocol.dialects.realtime.state import DialectState
 from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
-from protocol.messages import Ack, AudioSettings, SessionResume, SessionStart
+from protocol.messages import Ack, AudioSettings, SessionResume, SessionSettings, SessionStart
 from protocol.session.inputs import Departure
 from wsserver.frontdoor.principal_limits import message_allowance
 from wsserver.transport.base import ConnectionHost
@@ -77,8 +77,11 @@ MAX_KEPT_CONFIGS = 16384
 class KeptConfigs:
     """Each Realtime session's settings as its client last set them, by session id.
 
-    The session core does not take them yet (only tools), so a resumed connection on
-    this worker finds them here; bounded, the oldest forgotten first.
+    A resumed connection takes what the native session holds (instructions, tools,
+    modalities, turn detection) from the session itself, wherever it resumes; what
+    only the dialect knows (voice, model, transcription model, the session's
+    ``max_output_tokens``) is found here on the same worker, and is the default on
+    another. Bounded, the oldest forgotten first.
     """
 
     def __init__(self, limit: int = MAX_KEPT_CONFIGS) -> None:
@@ -134,10 +137,14 @@ class RealtimeConnection(Connection):
             self._refuse(invalid.code, invalid.message)
         else:
             if self._resume is None:
-                audio = AudioSettings(sample_rate=SAMPLE_RATE)
-                await self.server.open_session(
-                    self, SessionStart(type="session.start", audio=audio)
+                # Realtime's tool loop: a response that calls tools ends, the client
+                # sends the outputs and asks for the next response itself.
+                start = SessionStart(
+                    type="session.start",
+                    audio=AudioSettings(sample_rate=SAMPLE_RATE),
+                    settings=SessionSettings(tool_rounds="client"),
                 )
+                await self.server.open_session(self, start)
             else:
                 request = self._resume
                 resume = SessionResume(
@@ -190,8 +197,12 @@ class RealtimeConnection(Connection):
         kind = message.get("type")
         if kind == "session.ready" and self.dialect is None:
             session_id = str(message["session_id"])
-            config = KEPT_CONFIGS.get(session_id) if message.get("resumed") else None
-            self.dialect = DialectState(config or SessionConfig(session_id, self.model))
+            config = SessionConfig(session_id, self.model)
+            if message.get("resumed") and self.runtime is not None:
+                config = with_native_settings(
+                    KEPT_CONFIGS.get(session_id) or config, self._native_settings()
+                )
+            self.dialect = DialectState(config)
             if message.get("resumed"):
                 self.dialect.connection_tag = secrets.token_hex(4) + "_"
             if not message.get("resumed"):
@@ -205,6 +216,18 @@ class RealtimeConnection(Connection):
                 self._refuse(str(code), text)
             else:
                 super().send_control(self._error(code, text))
+
+    def _native_settings(self) -> dict[str, Any]:
+        """What the native session holds in force (read on resume, on any worker)."""
+        runtime = self.runtime
+        if runtime is None:
+            return {}
+        session = runtime.session
+        return {
+            "instructions": session.conversation.instructions or "",
+            "tools": list(session.tools.tools.values()),
+            "audio": session.audio,
+        }
 
     def _error(self, code: Any, text: str, *, server: bool = False) -> dict[str, Any]:
         counter = self.dialect.next_connection_event_id() if self.dialect else "event_0_0_c0"
@@ -237,11 +260,6 @@ class RealtimeConnection(Connection):
             try:
                 if isinstance(item, InputAudio):
                     self._append_audio(item.pcm)
-                elif isinstance(item, SessionConfigured):
-                    # Instructions, modalities and turn detection are kept by the
-                    # dialect; the session core takes only tools mid-session (for now).
-                    self.keep_config()
-                    continue
                 else:
                     runtime.handle(item)
             except Exception:
@@ -318,7 +336,9 @@ class RealtimeConnection(Connection):
             await self._send(self._encode_control(out))
             if out["type"] == "response.done":
                 await self._send(self._encode_control(self._rate_limits(dialect)))
-        if event.type == "response.done" and dialect.quiet:
+        if event.type == "session.updated":
+            self.keep_config()
+        elif event.type == "response.done" and dialect.quiet:
             self._quiet(event.seq)
 
     def _rate_limits(self, dialect: DialectState) -> dict[str, Any]:

@@ -192,7 +192,13 @@ class SessionManager:
             claimed = await self.store.claim(session_id, self.worker_id)
             if claimed is None:
                 raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
-            log_slice = await self.store.read_log(session_id, message.last_seq)
+            # The whole stored log, not only what the client missed: the replay buffer
+            # is then as the old owner's was (a dialect rebuilds its translation from
+            # an earlier point, docs/REALTIME.md); the resume still sends after last_seq.
+            log_slice = await self.store.read_log(session_id, 0)
+            if not log_slice.events or log_slice.events[-1][0] < message.last_seq:
+                # The client holds events never stored: numbering goes on after them.
+                log_slice = LogSlice(log_slice.first_seq, [])
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
         # Checked again after the claim: the old owner may have trimmed in between.

@@ -2,10 +2,13 @@
 
 :func:`translate_client_event` validates one decoded Realtime client event and
 returns a :class:`Translation`: the native inputs to hand the session (messages of
-:mod:`protocol.messages`, raw :class:`InputAudio`, a :class:`SessionConfigured`)
-and the Realtime events the dialect answers itself (``session.updated``,
-``conversation.item.added`` / ``done`` for an item the client created, an ``error``).
+:mod:`protocol.messages`, raw :class:`InputAudio`) and the Realtime events the
+dialect answers itself (``conversation.item.added`` / ``done`` for an item the
+client created, an ``error``).
 Bad or unsupported input is always an ``error`` answer, never an exception.
+``session.update`` and ``response.create`` go to the core with ids of the dialect's
+own (:meth:`DialectState.send_request`): the core's answer (``session.updated``,
+``response.created`` or an ``error``) finds what the translation kept for it.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from protocol import messages as native
 from protocol.dialects.realtime import client_models as rt
 from protocol.dialects.realtime.errors import DialectError, client_event_id, error_event
 from protocol.dialects.realtime.objects import function_call_output_item, user_text_item
-from protocol.dialects.realtime.session_config import SessionConfig, session_object
-from protocol.dialects.realtime.session_update import session_update
-from protocol.dialects.realtime.state import DialectState
+from protocol.dialects.realtime.session_config import native_audio
+from protocol.dialects.realtime.session_update import session_tools, session_update
+from protocol.dialects.realtime.state import DialectState, PendingRequest
 from protocol.json_value import NotJsonData, check_json_data, safe_text
 from protocol.session.inputs import SessionMessage
 
@@ -37,14 +40,7 @@ class InputAudio:
     pcm: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class SessionConfigured:
-    """The session settings changed: the endpoint applies what the core can take."""
-
-    config: SessionConfig
-
-
-NativeInput = SessionMessage | InputAudio | SessionConfigured
+NativeInput = SessionMessage | InputAudio
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,17 +107,26 @@ def _from_validation(exc: ValidationError) -> DialectError:
 
 
 def _session_update(state: DialectState, event: rt.SessionUpdate, eid: str | None) -> Translation:
-    state.config, tools = session_update(state.config, event.session)
-    inputs: list[NativeInput] = []
-    if tools is not None:
-        inputs.append(native.SessionUpdate(type="session.update", id=eid, tools=tools))
-    inputs.append(SessionConfigured(state.config))
-    reply = {
-        "type": "session.updated",
-        "event_id": state.next_connection_event_id(),
-        "session": session_object(state.config),
-    }
-    return Translation(tuple(inputs), [reply])
+    # Checked against the settings with every pending update applied; applied to the
+    # dialect's view only when the core accepts it (its session.updated is the answer).
+    requested, tools = session_update(state.view, event.session)
+    patch = event.session
+    audio_in = patch.audio.input if patch.audio is not None else None
+    audio_changed = patch.output_modalities is not None or (
+        audio_in is not None and "turn_detection" in audio_in.model_fields_set
+    )
+    native_id = state.send_request(PendingRequest(eid, patch=patch))
+    state.requested = requested
+    update = native.SessionUpdate(
+        type="session.update",
+        id=native_id,
+        tools=tools,
+        instructions=patch.instructions,
+        audio=native_audio(requested) if audio_changed else None,
+        # Always given: every update is one native round trip, answered in order.
+        tool_rounds="client",
+    )
+    return Translation((update,))
 
 
 def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> Translation:
@@ -137,9 +142,6 @@ def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> 
             type="tool.result", id=eid, call_id=item.call_id, output=_tool_output(item.output)
         )
         obj = function_call_output_item(item_id, item.call_id, item.output)
-        for response in state.responses.values():
-            if item.call_id in response.calls:
-                response.continues_after_results = True
     elif item.type == "message" and item.role == "user":
         text = _user_text(item)
         message = native.InputText(type="input.text", id=eid, text=text)
@@ -242,38 +244,33 @@ def _clear(state: DialectState, event: rt.AudioClear, eid: str | None) -> Transl
 
 def _response_create(state: DialectState, event: rt.ResponseCreate, eid: str | None) -> Translation:
     params = event.response or rt.ResponseParams()
-    config = state.config
-    _same("response.instructions", params.instructions, config.instructions)
-    modalities = None if params.output_modalities is None else tuple(params.output_modalities)
-    _same("response.output_modalities", modalities, config.output_modalities)
-    if params.tools is not None and [t.name for t in params.tools] != [
-        t.name for t in config.tools
-    ]:
-        raise DialectError(
-            "unsupported_value", "per-response tools are not supported", param="response.tools"
-        )
     if params.conversation not in (None, "auto") or params.input is not None:
         raise DialectError(
             "unsupported_value",
-            "out-of-band responses are not supported",
+            "out-of-band responses (conversation 'none', input) are not supported",
             param="response.conversation" if params.input is None else "response.input",
         )
-    if any(response.continues_after_results for response in state.responses.values()):
-        # A native response takes its tool results and answers on, as one response
-        # (docs/REALTIME.md, tool rounds): the client's next response.create is that answer.
-        return Translation()
-    limit = params.max_output_tokens if isinstance(params.max_output_tokens, int) else None
-    create = native.ResponseCreate(type="response.create", id=eid, max_output_tokens=limit)
-    return Translation((create,))
-
-
-def _same(param: str, wanted: Any, current: Any) -> None:
-    if wanted is not None and wanted != current:
+    if params.tool_choice not in (None, "auto"):
         raise DialectError(
             "unsupported_value",
-            f"a per-response {param.split('.')[-1]} other than the session's is not supported",
-            param=param,
+            "only tool_choice 'auto' is supported",
+            param="response.tool_choice",
         )
+    tools = None if params.tools is None else session_tools(params.tools, "response.tools")
+    modalities = None if params.output_modalities is None else tuple(params.output_modalities)
+    limit = params.max_output_tokens
+    if limit is None:
+        limit = state.config.max_output_tokens
+    request = PendingRequest(eid, output_modalities=modalities, max_output_tokens=limit)
+    create = native.ResponseCreate(
+        type="response.create",
+        id=state.send_request(request),
+        max_output_tokens=limit if isinstance(limit, int) else None,
+        instructions=params.instructions,
+        tools=tools,
+        audio_output=None if modalities is None else "audio" in modalities,
+    )
+    return Translation((create,))
 
 
 def _cancel(state: DialectState, event: rt.ResponseCancel, eid: str | None) -> Translation:

@@ -181,8 +181,12 @@ def response_object(
     details: dict[str, Any] | None,
     output: list[dict[str, Any]],
     usage: dict[str, Any] | None,
+    *,
+    modalities: tuple[str, ...] | None = None,
+    max_output_tokens: int | str | None = None,
 ) -> dict[str, Any]:
-    """A complete ``RealtimeResponse``."""
+    """A complete ``RealtimeResponse`` (``modalities`` and ``max_output_tokens``: its
+    ``response.create``'s, when they are not the session's)."""
     return {
         "object": "realtime.response",
         "id": response_id,
@@ -190,8 +194,10 @@ def response_object(
         "status_details": details,
         "output": output,
         "conversation_id": f"conv_{config.session_id}",
-        "output_modalities": list(config.output_modalities),
-        "max_output_tokens": config.max_output_tokens,
+        "output_modalities": list(modalities or config.output_modalities),
+        "max_output_tokens": config.max_output_tokens
+        if max_output_tokens is None
+        else max_output_tokens,
         "audio": {"output": {"format": dict(PCM_FORMAT), "voice": config.voice}},
         "usage": usage,
         "metadata": None,

@@ -13,6 +13,11 @@ import base64
 from collections.abc import Callable
 from typing import Any
 
+from protocol.dialects.realtime.connection_events import (
+    conversation_created,
+    rate_limits_updated,
+    session_created,
+)
 from protocol.dialects.realtime.errors import INVALID_REQUEST, SERVER_ERROR, error_event
 from protocol.dialects.realtime.event_ids import session_event_id
 from protocol.dialects.realtime.objects import (
@@ -24,6 +29,7 @@ from protocol.dialects.realtime.objects import (
     user_audio_item,
 )
 from protocol.dialects.realtime.session_config import session_object
+from protocol.dialects.realtime.session_update import settle_update
 from protocol.dialects.realtime.state import DialectState, OutputItem, ResponseState
 from protocol.dialects.realtime.stream_items import (
     close_message,
@@ -32,56 +38,10 @@ from protocol.dialects.realtime.stream_items import (
     open_call,
 )
 
+__all__ = ["conversation_created", "rate_limits_updated", "session_created", "translate_event"]
+
 RealtimeEvent = dict[str, Any]
 Translator = Callable[[DialectState, dict[str, Any]], list[RealtimeEvent]]
-
-
-def session_created(state: DialectState, resume_token: str) -> RealtimeEvent:
-    """The ``session.created`` a new connection gets first (not a replayed event).
-
-    ``resume`` is this server's extension: what a client sends back in headers to
-    resume the session after a dropped connection (docs/REALTIME.md). The SDK keeps
-    unknown fields, so an application reads it as ``event.resume``.
-    """
-    return {
-        "type": "session.created",
-        "event_id": state.next_connection_event_id(),
-        "session": session_object(state.config),
-        "resume": {"session_id": state.config.session_id, "resume_token": resume_token},
-    }
-
-
-def conversation_created(state: DialectState) -> RealtimeEvent:
-    """The ``conversation.created`` that follows ``session.created`` (one per session)."""
-    return {
-        "type": "conversation.created",
-        "event_id": state.next_connection_event_id(),
-        "conversation": {
-            "id": f"conv_{state.config.session_id}",
-            "object": "realtime.conversation",
-        },
-    }
-
-
-def rate_limits_updated(state: DialectState, limits: list[dict[str, Any]]) -> RealtimeEvent:
-    """``rate_limits.updated`` (after each ``response.done``; not a replayed event).
-
-    ``limits`` are ``{name, limit, remaining, reset_seconds}``: what is left of the
-    principal's quotas, or none when it has none.
-    """
-    return {
-        "type": "rate_limits.updated",
-        "event_id": state.next_connection_event_id(),
-        "rate_limits": [
-            {
-                "name": limit["name"],
-                "limit": limit["limit"],
-                "remaining": limit["remaining"],
-                "reset_seconds": limit["reset_seconds"],
-            }
-            for limit in limits
-        ],
-    }
 
 
 def translate_event(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
@@ -110,9 +70,39 @@ def _response_created(state: DialectState, message: dict[str, Any]) -> list[Real
     response_id = message.get("response_id")
     if not isinstance(response_id, str):
         return []
-    state.responses[response_id] = ResponseState(response_id)
-    response = response_object(state.config, response_id, "in_progress", None, [], None)
+    request = state.answered(message.get("request_id"))
+    created = ResponseState(response_id)
+    if request is not None:
+        created.output_modalities = request.output_modalities
+        created.max_output_tokens = request.max_output_tokens
+    state.responses[response_id] = created
+    response = _response_object(state, created, "in_progress", None, [], None)
     return [{"type": "response.created", "response": response}]
+
+
+def _response_object(
+    state: DialectState,
+    response: ResponseState,
+    status: str,
+    details: dict[str, Any] | None,
+    output: list[dict[str, Any]],
+    usage: dict[str, Any] | None,
+) -> dict[str, Any]:
+    return response_object(
+        state.config,
+        response.response_id,
+        status,
+        details,
+        output,
+        usage,
+        modalities=response.output_modalities,
+        max_output_tokens=response.max_output_tokens,
+    )
+
+
+def _session_updated(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
+    settle_update(state, message)
+    return [{"type": "session.updated", "session": session_object(state.config)}]
 
 
 def _text_delta(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
@@ -130,12 +120,12 @@ def _text_delta(state: DialectState, message: dict[str, Any]) -> list[RealtimeEv
 def _audio_delta(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     response = _response(state, message)
     audio = message.get("audio")
-    # A client that asked for text only gets no audio, whatever the engine made.
-    if (
-        response is None
-        or not isinstance(audio, bytes | bytearray)
-        or not state.config.audio_output
-    ):
+    if response is None or not isinstance(audio, bytes | bytearray):
+        return []
+    speaks = response.audio
+    if not (state.config.audio_output if speaks is None else speaks):
+        # The core makes none for a response that does not speak; one that began
+        # speaking before the session turned text-only is not shown it either.
         return []
     events, item = ensure_message(state, response)
     item.audio_started = True
@@ -217,9 +207,9 @@ def _response_done(state: DialectState, message: dict[str, Any]) -> list[Realtim
             events.extend(finish_item(state, response, item, item_status))
     output = [state.items[i.item_id][0] for i in response.outputs if i.item_id in state.items]
     details = status_details(str(status), message.get("reason"), message.get("error"))
-    obj = response_object(
-        state.config,
-        response.response_id,
+    obj = _response_object(
+        state,
+        response,
         realtime_status(status),
         details,
         output,
@@ -323,6 +313,12 @@ def _transcript(state: DialectState, message: dict[str, Any]) -> list[RealtimeEv
 def _error(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     code = message.get("code")
     request_id = message.get("request_id")
+    request = state.answered(request_id)
+    if request is not None:
+        # The core refused a request the dialect sent with its own id.
+        request_id = request.client_event_id
+        if request.patch is not None:
+            settle_update(state, None)
     event = error_event(
         "",
         error_type=SERVER_ERROR if code == "internal_error" else INVALID_REQUEST,
@@ -355,6 +351,7 @@ _TRANSLATORS: dict[str, Translator] = {
     "response.tool_call": _tool_call,
     "response.tool_call.rejected": _tool_call_rejected,
     "response.done": _response_done,
+    "session.updated": _session_updated,
     "input_audio.speech_started": _speech_started,
     "input_audio.speech_stopped": _speech_stopped,
     "input_audio.committed": _committed,
@@ -363,6 +360,6 @@ _TRANSLATORS: dict[str, Translator] = {
     "input_audio.transcript": _transcript,
     "error": _error,
 }
-"""Every native session event with a Realtime counterpart. ``session.updated``,
-``tool.result.accepted`` and ``response.tool_call.closed`` have none: the dialect
-answers ``session.update`` and ``conversation.item.create`` itself."""
+"""Every native session event with a Realtime counterpart. ``tool.result.accepted``
+and ``response.tool_call.closed`` have none: the dialect answers
+``conversation.item.create`` itself."""

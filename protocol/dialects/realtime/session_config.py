@@ -8,10 +8,13 @@ left out is an ``AttributeError`` in the application). Audio is PCM16 mono at
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from protocol.messages import ToolSpec, TurnDetection
+from pydantic import ValidationError
+
+from protocol.messages import AudioSettings, ToolSpec, TurnDetection
 
 SAMPLE_RATE: Literal[24000] = 24000
 PCM_FORMAT: dict[str, Any] = {"type": "audio/pcm", "rate": SAMPLE_RATE}
@@ -44,6 +47,58 @@ class SessionConfig:
     def updated(self, **changes: Any) -> SessionConfig:
         """A copy with ``changes`` applied."""
         return replace(self, **changes)
+
+
+MANUAL_TURNS = TurnDetection(type="manual", create_response=False)
+"""Realtime's ``turn_detection: null``: the client commits, and asks for each response."""
+
+
+def native_audio(config: SessionConfig) -> AudioSettings:
+    """The native audio settings of ``config``: its modalities and turn detection."""
+    return AudioSettings(
+        sample_rate=SAMPLE_RATE,
+        output=config.audio_output,
+        turn_detection=config.turn_detection or MANUAL_TURNS,
+    )
+
+
+def with_native_settings(config: SessionConfig, settings: Mapping[str, Any]) -> SessionConfig:
+    """``config`` with what the native session holds in force.
+
+    ``settings`` is native ``session.updated``'s fields (tools by name) or the same
+    read from a session (tools as specs): instructions, tools, and from ``audio`` the
+    output modalities and turn detection. What the core does not hold (voice, model,
+    transcription model, the session's ``max_output_tokens``) stays as in ``config``.
+    """
+    changes: dict[str, Any] = {}
+    instructions = settings.get("instructions")
+    if isinstance(instructions, str):
+        changes["instructions"] = instructions
+    tools = settings.get("tools")
+    if isinstance(tools, list):
+        changes["tools"] = tuple(_tool_spec(config, tool) for tool in tools)
+    audio = settings.get("audio")
+    if isinstance(audio, Mapping):
+        changes["output_modalities"] = ("audio",) if audio.get("output", True) else ("text",)
+        changes["turn_detection"] = _detection(audio.get("turn_detection"))
+    return config.updated(**changes)
+
+
+def _tool_spec(config: SessionConfig, tool: Any) -> ToolSpec:
+    if isinstance(tool, str):
+        # session.updated names the tools: the specs are the ones the client sent.
+        known = next((spec for spec in config.tools if spec.name == tool), None)
+        return known or ToolSpec(name=tool)
+    return ToolSpec.model_validate(tool)
+
+
+def _detection(value: Any) -> TurnDetection | None:
+    if not isinstance(value, Mapping) or value.get("type") == "manual":
+        return None
+    try:
+        return TurnDetection.model_validate(dict(value))
+    except ValidationError:
+        return TurnDetection()
 
 
 def turn_detection_object(detection: TurnDetection | None) -> dict[str, Any] | None:

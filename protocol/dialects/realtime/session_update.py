@@ -8,7 +8,12 @@ from pydantic import ValidationError
 
 from protocol.dialects.realtime import client_models as rt
 from protocol.dialects.realtime.errors import DialectError
-from protocol.dialects.realtime.session_config import SAMPLE_RATE, SessionConfig
+from protocol.dialects.realtime.session_config import (
+    SAMPLE_RATE,
+    SessionConfig,
+    with_native_settings,
+)
+from protocol.dialects.realtime.state import DialectState
 from protocol.messages import ToolSpec, TurnDetection
 
 
@@ -33,7 +38,7 @@ def session_update(
         raise DialectError(
             "unsupported_value", "only tool_choice 'auto' is supported", param="session.tool_choice"
         )
-    tools = None if patch.tools is None else _tools(patch.tools)
+    tools = None if patch.tools is None else session_tools(patch.tools, "session.tools")
     if tools is not None:
         changes["tools"] = tuple(tools)
     if patch.audio is not None:
@@ -41,7 +46,29 @@ def session_update(
     return config.updated(**changes), tools
 
 
-def _tools(tools: list[rt.FunctionTool]) -> list[ToolSpec]:
+def settle_update(state: DialectState, in_force: dict[str, Any] | None) -> None:
+    """The core answered the oldest pending ``session.update``.
+
+    ``in_force``: its ``session.updated`` (the update is applied, then what the core
+    reports in force); ``None``: refused (nothing changes). Either way the requested
+    view is rebuilt from the settings in force and the updates still pending.
+    """
+    if in_force is not None:
+        oldest = next((k for k, r in state.pending.items() if r.patch is not None), None)
+        request = state.pending.pop(oldest) if oldest is not None else None
+        config = state.config
+        if request is not None:
+            config = session_update(config, request.patch)[0]
+        state.config = with_native_settings(config, in_force)
+    patches = [r.patch for r in state.pending.values() if r.patch is not None]
+    requested = state.config
+    for patch in patches:
+        requested = session_update(requested, patch)[0]
+    state.requested = requested if patches else None
+
+
+def session_tools(tools: list[rt.FunctionTool], param: str) -> list[ToolSpec]:
+    """Realtime function tools as native tool specs (``param``: where they were given)."""
     specs = []
     for index, tool in enumerate(tools):
         try:
@@ -54,7 +81,7 @@ def _tools(tools: list[rt.FunctionTool]) -> list[ToolSpec]:
             raise DialectError(
                 "invalid_value",
                 f"invalid tool: {where}: {first['msg'].lower()}",
-                param=f"session.tools.{index}.{where}",
+                param=f"{param}.{index}.{where}",
             ) from None
     return specs
 

@@ -14,10 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from protocol.dialects.realtime.event_ids import connection_event_id
-from protocol.dialects.realtime.session_config import SessionConfig
+from protocol.dialects.realtime.session_config import Modality, SessionConfig
 
 MAX_REMEMBERED_ITEMS = 256
 """Items kept for ``conversation.item.retrieve`` and ``truncate`` (the newest)."""
+
+MAX_PENDING_REQUESTS = 256
+"""Native requests awaiting their answer that the translation remembers (the oldest
+forgotten first: a client that floods them loses only the ids of its errors)."""
 
 MAX_APPEND_BYTES = 3 * 1024 * 1024
 """Largest decoded ``input_audio_buffer.append`` (about 65 s of 24 kHz PCM16)."""
@@ -40,6 +44,17 @@ class OutputItem:
     open: bool = True
 
 
+@dataclass(frozen=True, slots=True)
+class PendingRequest:
+    """A ``session.update`` or ``response.create`` sent natively, until it is answered."""
+
+    client_event_id: str | None
+    patch: Any = None
+    """``session.update``: the Realtime session patch, applied when the core accepts it."""
+    output_modalities: tuple[Modality, ...] | None = None
+    max_output_tokens: int | Literal["inf"] | None = None
+
+
 @dataclass(slots=True)
 class ResponseState:
     """What the translation knows of one running response."""
@@ -49,9 +64,16 @@ class ResponseState:
     message: OutputItem | None = None
     """The message item text and audio deltas go to now (none open: the next opens one)."""
     calls: dict[str, OutputItem] = field(default_factory=dict)
-    continues_after_results: bool = False
-    """The client sent a result of one of its calls: the native response goes on by
-    itself, so the ``response.create`` a Realtime client sends next starts nothing."""
+    output_modalities: tuple[Modality, ...] | None = None
+    """What its ``response.create`` asked for (``None``: the session's)."""
+    max_output_tokens: int | Literal["inf"] | None = None
+    """Its ``response.create``'s limit (``None``: the session's)."""
+
+    @property
+    def audio(self) -> bool | None:
+        """Whether it speaks, when its ``response.create`` said so."""
+        modalities = self.output_modalities
+        return None if modalities is None else "audio" in modalities
 
     def new_item(self, kind: Literal["message", "function_call"]) -> OutputItem:
         """Open the response's next output item."""
@@ -66,6 +88,12 @@ class DialectState:
     """Everything one Realtime connection's translation remembers."""
 
     config: SessionConfig
+    """The settings in force: the core accepted them (shown in ``session.updated``)."""
+    requested: SessionConfig | None = None
+    """The settings with every pending ``session.update`` applied (``None``: none pending)."""
+    pending: OrderedDict[str, PendingRequest] = field(default_factory=OrderedDict)
+    """Native request id → what the translation needs of its answer."""
+    requests_sent: int = 0
     max_append_bytes: int = MAX_APPEND_BYTES
     responses: dict[str, ResponseState] = field(default_factory=dict)
     items: OrderedDict[str, tuple[dict[str, Any], str | None]] = field(default_factory=OrderedDict)
@@ -93,6 +121,28 @@ class DialectState:
         """An id for an event that is not a native session event."""
         self.connection_events += 1
         return connection_event_id(self.written, self.connection_events, self.connection_tag)
+
+    def send_request(self, request: PendingRequest) -> str:
+        """Remember ``request`` until answered; the native id to send it with."""
+        native_id = request.client_event_id
+        if native_id is None or native_id in self.pending:
+            # Unique in the session (the tag differs per connection): the core takes a
+            # request id once; a client's own event_id keeps its replays idempotent.
+            self.requests_sent += 1
+            native_id = f"rt_{self.connection_tag}{self.requests_sent}"
+        self.pending[native_id] = request
+        while len(self.pending) > MAX_PENDING_REQUESTS:
+            self.pending.popitem(last=False)
+        return native_id
+
+    def answered(self, native_id: Any) -> PendingRequest | None:
+        """Forget the pending request ``native_id`` names, returning it (if known)."""
+        return self.pending.pop(native_id, None) if isinstance(native_id, str) else None
+
+    @property
+    def view(self) -> SessionConfig:
+        """The settings a new ``session.update`` builds on: the requested ones."""
+        return self.requested or self.config
 
     def next_user_item_id(self) -> str:
         """A fresh id for a user item the client created without naming it."""

@@ -24,7 +24,8 @@ def ensure_message(
     if response.message is not None:
         return [], response.message
     item = response.new_item("message")
-    item.audio = state.config.audio_output
+    speaks = response.audio
+    item.audio = state.config.audio_output if speaks is None else speaks
     response.message = item
     events = _added(state, response, item)
     events.append(

@@ -3,7 +3,10 @@ SDK, in one of three modes, read through the SDK's typed objects. Prints one JSO
 
 * ``text``: a text turn: the event types, the text, the final status and usage;
 * ``cancel``: ``response.cancel`` after the first text delta: the final status;
-* ``tool``: a function call, its ``function_call_output``, and the answer that follows;
+* ``tool``: the Realtime tool pattern: the response that calls ends (``response.done``),
+  the client sends the ``function_call_output`` (nothing starts: a ``session.update``
+  after it is answered before any response), then ``response.create``: a second
+  response answers with the output;
 * ``audio``: a spoken turn (a 16 kHz WAV, resampled to 24 kHz) appended in real time
   with server VAD on, answered by voice;
 * ``barge_in``: the same, spoken again while the answer streams: the first
@@ -167,6 +170,10 @@ async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -
             }
         )
         await connection.response.create()
+        if mode == "tool":
+            summary.update(await tool_rounds(connection))
+            print(json.dumps(summary))
+            return
         async for event in connection:
             types.append(event.type)
             if event.type == "error":
@@ -175,16 +182,6 @@ async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -
                 text.append(event.delta)
                 if mode == "cancel" and len(text) == 1:
                     await connection.response.cancel()
-            if event.type == "response.function_call_arguments.done":
-                summary["call"] = {"name": event.name, "arguments": json.loads(event.arguments)}
-                await connection.conversation.item.create(
-                    item={
-                        "type": "function_call_output",
-                        "call_id": event.call_id,
-                        "output": json.dumps({"temp_c": 21}),
-                    }
-                )
-                await connection.response.create()
             if event.type == "response.done":
                 response = event.response
                 summary.update(
@@ -202,6 +199,53 @@ async def main(mode: str, base_url: str, api_key: str, wav: str | None = None) -
                 )
                 print(json.dumps(summary))
                 return
+
+
+async def tool_rounds(connection: Any) -> dict[str, Any]:
+    """The response that calls, the output, then the client's next response."""
+    out: dict[str, Any] = {"responses": [], "after_output": []}
+    text: list[str] = []
+    async for event in connection:
+        if event.type == "error":
+            out.setdefault("errors", []).append(event.error.code)
+        if event.type == "response.output_text.delta":
+            text.append(event.delta)
+        if event.type == "response.function_call_arguments.done":
+            out["call"] = {"name": event.name, "arguments": json.loads(event.arguments)}
+        if out["after_output"] is not None and len(out["responses"]) == 1:
+            out["after_output"].append(event.type)
+        if event.type == "session.updated" and len(out["responses"]) == 1:
+            # Answered in order after the output: had the output started a response,
+            # its response.created would have come first.
+            out["after_output"] = out["after_output"][:-1]
+            out["after_output_done"] = list(out["after_output"])
+            out["after_output"] = None
+            await connection.response.create()
+        if event.type == "response.done":
+            response = event.response
+            out["responses"].append(
+                {
+                    "status": response.status,
+                    "details": response.status_details.reason if response.status_details else None,
+                    "output_types": [item.type for item in response.output],
+                    "text": "".join(text),
+                    "input_tokens": response.usage.input_tokens,
+                    "output_tokens": response.usage.output_tokens,
+                }
+            )
+            text.clear()
+            if len(out["responses"]) == 2:
+                return out
+            (call,) = [item for item in response.output if item.type == "function_call"]
+            await connection.conversation.item.create(
+                item={
+                    "type": "function_call_output",
+                    "call_id": call.call_id,
+                    "output": json.dumps({"temp_c": 21}),
+                }
+            )
+            await connection.session.update(session={"type": "realtime", "instructions": ""})
+    return out
 
 
 if __name__ == "__main__":

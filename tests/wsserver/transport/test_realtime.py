@@ -60,10 +60,10 @@ def served_slowly(
 
 
 def sdk(
-    mode: str, worker: WorkerProcess, key: str, *extra: str
+    mode: str, worker: WorkerProcess, key: str, *extra: str, script: str = "realtime_sdk_turns.py"
 ) -> subprocess.CompletedProcess[str]:
-    """Run one mode of realtime_sdk_turns.py with the SDK's python."""
-    script = str(HERE / "realtime_sdk_turns.py")
+    """Run one mode of an SDK script (realtime_sdk_turns.py) with the SDK's python."""
+    script = str(HERE / script)
     return subprocess.run(
         [openai_sdk_python(), script, mode, worker.http + "/v1", key, *extra],
         capture_output=True,
@@ -119,14 +119,26 @@ def test_sdk_cancel_ends_the_response_cancelled(served: tuple[WorkerProcess, str
     assert summary["output_tokens"] < 8
 
 
-def test_sdk_tool_call_and_its_output(served: tuple[WorkerProcess, str]) -> None:
+def test_sdk_tool_call_ends_its_response_and_the_next_create_answers(
+    served: tuple[WorkerProcess, str],
+) -> None:
     summary = summary_of(sdk("tool", *served))
-    assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
-    # The native response answers on after the result, as one response (docs/REALTIME.md).
-    assert summary["output_types"] == ["function_call", "message"]
-    assert '{"temp_c": 21}' in summary["text"]
     assert "errors" not in summary
-    assert summary["status"] == "completed"
+    assert summary["call"] == {"name": "get_weather", "arguments": {"city": "Paris"}}
+    calling, answer = summary["responses"]
+    # As in the Realtime API: the response that calls ends completed, the call in its output.
+    assert (calling["status"], calling["details"]) == ("completed", None)
+    assert calling["output_types"] == ["function_call"]
+    assert calling["output_tokens"] > 0
+    # The output alone started nothing: only its own items came before the marker.
+    after = summary["after_output_done"]
+    assert after[-2:] == ["conversation.item.added", "conversation.item.done"]
+    assert "response.created" not in after
+    assert answer["status"] == "completed"
+    assert answer["output_types"] == ["message"]
+    assert '{"temp_c": 21}' in answer["text"]
+    # The answer's prompt holds the call and its output.
+    assert answer["input_tokens"] > calling["input_tokens"]
 
 
 def test_sdk_spoken_turn_with_server_vad_is_answered_by_voice(
@@ -229,3 +241,48 @@ def test_sdk_truncate_cuts_the_history_to_what_was_played(
         assert summary["first"]["status"] == "cancelled"
         assert "errors" not in summary
     assert cut["second_input_tokens"] < kept["second_input_tokens"]
+
+
+def _prompt_tokens(*texts: str) -> int:
+    """What the simulated engine counts for a prompt of these turns (words + 4 each)."""
+    return sum(len(text.split()) + 4 for text in texts)
+
+
+def test_sdk_text_only_session_with_instructions_and_a_per_response_override(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    summary = summary_of(sdk("instructions", *served, script="realtime_sdk_settings.py"))
+    pirate, brief = "Answer like a pirate would.", "Be brief."
+    assert summary["updated"] == {"instructions": pirate, "output_modalities": ["text"]}
+    first, second = summary["first"], summary["second"]
+    for answer in (first, second):
+        assert answer["status"] == "completed"
+        assert answer["output_modalities"] == ["text"]
+        assert "response.output_text.delta" in answer["types"]
+        assert not [kind for kind in answer["types"] if "audio" in kind]
+        assert (answer["output_tokens"], answer["audio_tokens"]) == (8, 0)
+    # The session's instructions reached the engine: they are in the prompt it counted.
+    assert first["input_tokens"] == _prompt_tokens(pirate, "Say something.")
+    # The override replaced them for its response only.
+    history = ("Say something.", first["text"], "Again.")
+    assert second["input_tokens"] == _prompt_tokens(brief, *history)
+
+
+def test_sdk_turn_detection_null_leaves_commit_and_response_to_the_client(
+    served: tuple[WorkerProcess, str],
+) -> None:
+    speech = str(FIXTURES / "speech_hello.wav")
+    summary = summary_of(sdk("manual", *served, speech, script="realtime_sdk_settings.py"))
+    assert summary["turn_detection"] is None
+    before = summary["before_create"]
+    # No detector: no speech_started; the commit makes the item, and no response of its own.
+    assert "input_audio_buffer.speech_started" not in before
+    assert before[:3] == [
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+    ]
+    assert "response.created" not in before
+    answer = summary["answer"]
+    assert answer["status"] == "completed"
+    assert "response.output_audio.delta" in answer["types"]

@@ -251,8 +251,10 @@ async def test_resumes_that_cannot_be_served_are_refused_never_a_fresh_session(
         compression=None,
     ) as resumed:
         again = await answered(resumed)
-    assert again[0]["type"] == "session.updated"
-    assert again[0]["session"]["id"] == created["session"]["id"]
+    # Answered from the core's session.updated, a session event: the dialect's own
+    # item answers (connection events) may come before it.
+    (updated,) = [event for event in again if event["type"] == "session.updated"]
+    assert updated["session"]["id"] == created["session"]["id"]
     ids = [event["event_id"] for event in events + again]
     assert len(ids) == len(set(ids))
 
@@ -297,7 +299,7 @@ async def test_a_long_session_stays_resumable_as_the_dialect_acks_natively(
         compression=None,
     ) as resumed:
         again = await answered(resumed)
-    assert again[0]["type"] == "session.updated"
+    assert [event["type"] for event in again].count("session.updated") == 1
     assert [event["type"] for event in again if event["type"] == "error"] == []
     assert again[-1]["response"]["status"] == "completed"
 

@@ -99,10 +99,21 @@ TOOL_CALL = numbered(
         "name": "set_light",
         "arguments": {"on": True},
     },
+    {
+        "type": "response.done",
+        "response_id": "resp_1",
+        "status": "completed",
+        "reason": "tool_calls",
+        "tool_calls": [{"call_id": "call_1", "name": "set_light"}],
+        "usage": USAGE,
+    },
     {"type": "tool.result.accepted", "call_id": "call_1", "duplicate": False},
-    {"type": "response.text.delta", "response_id": "resp_1", "delta": "Done."},
-    {"type": "response.done", "response_id": "resp_1", "status": "completed", "usage": USAGE},
+    {"type": "response.created", "response_id": "resp_2", "request_id": "rt_1"},
+    {"type": "response.text.delta", "response_id": "resp_2", "delta": "Done."},
+    {"type": "response.done", "response_id": "resp_2", "status": "completed", "usage": USAGE},
 )
+"""A client tool round (the sessions' mode): the response that calls ends, the
+client's ``response.create`` after the output starts the answer."""
 
 FAILURES = numbered(
     {
