@@ -11,7 +11,6 @@ untouched and places it by ``X-Wsserver-Session``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import subprocess
 import time
@@ -29,7 +28,6 @@ from tests.openai_sdk import openai_sdk_python
 from tests.processes import ROOT, WorkerProcess, eventually
 from tests.redis_server import RedisServer
 from tests.wsserver.router.test_router import FAST, RouterProcess
-from tests.wsserver.wire import RawClient
 from wsserver.frontdoor.api_keys import key_line, new_api_key
 from wsserver.registry.base import WorkerInfo
 from wsserver.registry.redis import RedisWorkerRegistry
@@ -182,7 +180,8 @@ class RecordingWorker:
 
 async def test_resume_headers_reach_the_owner_untouched(cluster: Cluster) -> None:
     """The owner (by the lease of ``X-Wsserver-Session``) gets the head byte for byte,
-    although rendezvous hashing ranks it last; its 503 sends the client on to a live worker."""
+    although rendezvous hashing ranks it last; its 503 sends the client on to a live
+    worker, which knows no such session: a refusal, never a fresh session."""
     registry = RedisWorkerRegistry(cluster.redis_url, ttl=120)
     redis = aioredis.from_url(cluster.redis_url)
     recorder = RecordingWorker()
@@ -210,8 +209,12 @@ async def test_resume_headers_reach_the_owner_untouched(cluster: Cluster) -> Non
             async with connect(
                 cluster.router.url + REALTIME, additional_headers=headers, compression=None
             ) as ws:
-                created = json.loads(await asyncio.wait_for(ws.recv(), 10))
-            assert created["type"] == "session.created", "served by a live worker after the 503"
+                refused = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                with pytest.raises(ConnectionClosed) as closed:
+                    await asyncio.wait_for(ws.recv(), 10)
+            assert refused["type"] == "error", "answered by a live worker after the 503"
+            assert refused["error"]["code"] == "unknown_session"
+            assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
         assert len(recorder.heads) == HANDSHAKES, "the owner was asked first, every time"
         for raw in recorder.heads:
             head = raw.decode("latin-1")
@@ -228,39 +231,43 @@ async def test_resume_headers_reach_the_owner_untouched(cluster: Cluster) -> Non
 
 
 async def test_realtime_handshake_lands_on_the_sessions_owner(cluster: Cluster) -> None:
-    """A Realtime reconnect naming a session goes to that session's live owner, even
-    where rendezvous hashing would pick the other worker."""
+    """A Realtime resume naming a session goes to that session's live owner, even where
+    rendezvous hashing would pick the other worker (which would take the session over)."""
     registry = RedisWorkerRegistry(cluster.redis_url, ttl=120)
     auth = {"Authorization": f"Bearer {cluster.key}"}
     try:
         live = await registry.live()
         for _ in range(40):
-            client = await RawClient.connect(cluster.router.url, additional_headers=auth)
-            ready = await client.start()
-            owner = await registry.owner_of(ready["session_id"])
-            if owner != rendezvous_order(ready["session_id"], live)[0].worker_id:
+            ws = await connect(
+                cluster.router.url + REALTIME, additional_headers=auth, compression=None
+            )
+            created = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            resume = created["resume"]
+            owner = await registry.owner_of(resume["session_id"])
+            if owner != rendezvous_order(resume["session_id"], live)[0].worker_id:
                 break
-            await client.close()
+            await ws.close()
         else:
             raise AssertionError("every session landed on its rendezvous choice")
-        client.abort()
-        other = next(name for name in cluster.workers if name != owner)
-        before = sessions(cluster)
-        headers = {**auth, "X-Wsserver-Session": ready["session_id"]}
-        # Held open together; a router that ignored the header would put all of them
-        # on the owner with odds of (1/2)**HANDSHAKES.
-        async with contextlib.AsyncExitStack() as stack:
-            for _ in range(HANDSHAKES):
-                ws = await stack.enter_async_context(
-                    connect(
-                        cluster.router.url + REALTIME, additional_headers=headers, compression=None
-                    )
-                )
-                created = json.loads(await asyncio.wait_for(ws.recv(), 10))
-                assert created["type"] == "session.created"
-            after = sessions(cluster)
-            assert after[str(owner)] == before[str(owner)] + HANDSHAKES, (owner, before, after)
-            assert after[other] == before[other]
+        ws.transport.abort()  # dropped: the session waits for its client
+        headers = {
+            **auth,
+            "X-Wsserver-Session": resume["session_id"],
+            "X-Wsserver-Resume-Token": resume["resume_token"],
+            "X-Wsserver-Last-Event-Id": created["event_id"],
+        }
+        # One after the other: a router that ignored the header would send a resume to
+        # the other worker (which takes the session over) with odds of 1/2 each time.
+        for _ in range(HANDSHAKES):
+            async with connect(
+                cluster.router.url + REALTIME, additional_headers=headers, compression=None
+            ) as moved:
+                await moved.send(json.dumps({"type": "input_audio_buffer.clear"}))
+                answer = json.loads(await asyncio.wait_for(moved.recv(), 10))
+                assert answer["type"] == "input_audio_buffer.cleared", answer
+                assert await registry.owner_of(resume["session_id"]) == owner
+                moved.transport.abort()
+            headers["X-Wsserver-Last-Event-Id"] = answer["event_id"]
     finally:
         await registry.close()
 
@@ -287,14 +294,24 @@ async def test_hostile_session_headers_are_refused_or_placed_anew(cluster: Clust
     answer = await raw_realtime_upgrade(cluster, f"X-Wsserver-Session: {'s' * 300}\r\n")
     assert answer.startswith(b"HTTP/1.1 400 ") and b"session id too long" in answer
     assert sessions(cluster) == before
-    # A session nobody owns (made up, or expired): placed like a new one, and served.
-    headers = {"Authorization": f"Bearer {cluster.key}", "X-Wsserver-Session": "sess_nobody"}
+    # A session nobody owns (made up, or expired): placed like a new one, where the
+    # worker refuses the resume in-band and closes 1008; no session is opened for it.
+    headers = {
+        "Authorization": f"Bearer {cluster.key}",
+        "X-Wsserver-Session": "sess_nobody",
+        "X-Wsserver-Resume-Token": "rtok_made.up",
+    }
     async with connect(
         cluster.router.url + REALTIME, additional_headers=headers, compression=None
     ) as ws:
-        created = json.loads(await asyncio.wait_for(ws.recv(), 10))
-        assert created["type"] == "session.created"
-        assert created["session"]["id"] != "sess_nobody", "a new session, not the named one"
+        refused = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        with pytest.raises(ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+    # The owner test's refused guesses may have used up this principal's failed resumes.
+    assert refused["type"] == "error"
+    assert refused["error"]["code"] in ("unknown_session", "too_many_failed_resumes")
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
+    assert sessions(cluster) == before
 
 
 async def test_router_stops_cleanly_with_a_realtime_connection_open(cluster: Cluster) -> None:
@@ -311,7 +328,8 @@ async def test_router_stops_cleanly_with_a_realtime_connection_open(cluster: Clu
             assert created["type"] == "session.created"
             assert await asyncio.to_thread(router.stop) == 0
             with pytest.raises(ConnectionClosed):
-                await asyncio.wait_for(ws.recv(), 10)
+                while True:  # conversation.created may still be on its way
+                    await asyncio.wait_for(ws.recv(), 10)
     finally:
         router.stop()
     lines = "".join(router.lines)
