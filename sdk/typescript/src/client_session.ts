@@ -24,6 +24,8 @@ export interface ResumePoint {
   readonly sessionId: string;
   readonly resumeToken: string;
   readonly lastSeq: number;
+  /** Responses started and not ended, with the seq of their `response.created`. */
+  readonly openResponses?: ReadonlyArray<readonly [string, number]>;
 }
 
 /** Dedup, last-seen tracking, truncation detection and resume decisions. */
@@ -51,13 +53,24 @@ export class ClientSession {
     this.lastSeq = point.lastSeq;
     // The previous object may have acked up to here; never resume from below it.
     this.ackedSeq = point.lastSeq;
+    this.openResponses.length = 0;
+    this.createdSeq.clear();
+    for (const [id, seq] of point.openResponses ?? []) {
+      this.openResponses.push(id);
+      this.createdSeq.set(id, seq);
+    }
     this.state = "disconnected";
   }
 
   /** The resume point, once the session has one. */
   resumePoint(): ResumePoint | undefined {
     if (this.sessionId === undefined || this.resumeToken === undefined) return undefined;
-    return { sessionId: this.sessionId, resumeToken: this.resumeToken, lastSeq: this.lastSeq };
+    return {
+      sessionId: this.sessionId,
+      resumeToken: this.resumeToken,
+      lastSeq: this.lastSeq,
+      openResponses: this.openResponses.map((id) => [id, this.createdSeq.get(id) ?? 0] as const),
+    };
   }
 
   // -- outgoing ---------------------------------------------------------------------
