@@ -146,6 +146,16 @@ export class SessionClient {
     this.connection.drop();
   }
 
+  /**
+   * Stop here without ending the session, as a page that unloads: the resume state stays
+   * in the store, and a new client object with the same store resumes the session.
+   */
+  abandon(): void {
+    this.connection.abandonSession();
+    const error = this.connection.closedError;
+    if (error !== undefined) this.queue?.end(error);
+  }
+
   /** The session's id once ready. */
   get sessionId(): string | undefined {
     return this.state.sessionId;

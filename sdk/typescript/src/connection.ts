@@ -137,6 +137,23 @@ export class ReconnectingConnection {
     if (this.live !== undefined) this.abandon(this.live);
   }
 
+  /**
+   * Stop without telling the server, as a page that unloads does: no close frame where
+   * the socket can be cut, no truncation, the stored resume state stays for the next page.
+   */
+  abandonSession(): void {
+    if (this.finished !== undefined) return;
+    this.closing = true;
+    clearTimeout(this.retryTimer);
+    const live = this.live;
+    if (live !== undefined) {
+      this.detach(live);
+      live.socket.terminate?.();
+    }
+    this.finished = new SessionClosed("session left to another client object");
+    for (const waiter of this.waiters.splice(0)) waiter.reject(this.finished);
+  }
+
   /** The error of every call after the session ended (undefined while it goes on). */
   get closedError(): SessionClosed | undefined {
     return this.finished;
