@@ -9,17 +9,16 @@
  * @packageDocumentation
  */
 
-import { decodeAudioFrame, isAudioFrame, streamResponseId } from "./audio_frame.js";
 import type { Backoff } from "./backoff.js";
 import type { ClientSession } from "./client_session.js";
-import { SequenceGap } from "./client_session.js";
 import { ABNORMAL_CLOSE, closeDisposition, errorDisposition, isAuthClose } from "./codes.js";
 import { AuthenticationError, SessionClosed } from "./errors.js";
+import { endOnServer } from "./ending.js";
 import type { ClientMessage, ServerEvent, ServerMessageBase, SessionReady } from "./events.js";
-import { binaryData, JSON_SUBPROTOCOL, OPEN, type SocketFactory, type SocketLike, TOKEN_SUBPROTOCOL_PREFIX } from "./transport.js";
+import { decodeFrame, offeredProtocols, sessionUrl, type TokenSource } from "./frames.js";
+import { OPEN, type SocketFactory, type SocketLike } from "./transport.js";
 
-/** A client token, or a function that gets a fresh one for each connection (from your backend). */
-export type TokenSource = string | (() => string | Promise<string>);
+export type { TokenSource } from "./frames.js";
 
 /** What the client's other parts do at fixed points of every connection. */
 export interface ConnectionHooks {
@@ -174,7 +173,11 @@ export class ReconnectingConnection {
     }
     if (live !== undefined) this.detach(live);
     const resume = this.state.resumePoint();
-    if (!ended && resume !== undefined && this.state.state !== "closed") await this.endOnServer();
+    if (!ended && resume !== undefined && this.state.state !== "closed") {
+      const urls = this.options.urls;
+      const order = urls.map((_, i) => urls[(this.urlIndex + i) % urls.length] as string);
+      await endOnServer(order, resume, this.options);
+    }
     this.finish("client_closed");
   }
 
@@ -182,10 +185,9 @@ export class ReconnectingConnection {
 
   private async connect(): Promise<void> {
     if (this.finished !== undefined || this.closing) return;
-    const protocols = [JSON_SUBPROTOCOL];
+    let protocols: string[];
     try {
-      const token = await resolveToken(this.options.clientToken);
-      if (token !== undefined) protocols.push(TOKEN_SUBPROTOCOL_PREFIX + token);
+      protocols = await offeredProtocols(this.options.clientToken);
     } catch {
       this.afterConnection(undefined, ABNORMAL_CLOSE); // the backend did not answer: retry later
       return;
@@ -242,9 +244,8 @@ export class ReconnectingConnection {
     let events: ServerEvent[];
     try {
       events = this.state.receive(decodeFrame(data));
-    } catch (err) {
-      if (!(err instanceof SequenceGap || err instanceof FrameError || err instanceof Error)) throw err;
-      // A frame we cannot use: drop this connection and resume from lastSeq, which
+    } catch {
+      // A SequenceGap, a FrameError or AudioFrameError, invalid JSON. A frame we cannot use: drop this connection and resume from lastSeq, which
       // replays exactly what is missing.
       this.badFrames += 1;
       this.abandon(live);
@@ -378,96 +379,6 @@ export class ReconnectingConnection {
       socket.close(code, reason);
     });
   }
-
-  /** Resume on a fresh connection only to close it with 1000, within the close timeout. */
-  private async endOnServer(): Promise<void> {
-    const deadline = now() + this.options.closeTimeoutMs;
-    const urls = this.options.urls;
-    for (let offset = 0; offset < urls.length && now() < deadline; offset++) {
-      const url = urls[(this.urlIndex + offset) % urls.length] as string;
-      if (await this.resumeAndEnd(url, deadline)) return;
-    }
-  }
-
-  private async resumeAndEnd(url: string, deadline: number): Promise<boolean> {
-    const protocols = [JSON_SUBPROTOCOL];
-    try {
-      const token = await resolveToken(this.options.clientToken);
-      if (token !== undefined) protocols.push(TOKEN_SUBPROTOCOL_PREFIX + token);
-    } catch {
-      return false;
-    }
-    const point = this.state.resumePoint();
-    if (point === undefined) return true;
-    const socket = this.options.socketFactory(sessionUrl(url, point.sessionId), protocols);
-    return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        socket.close();
-        resolve(false);
-      }, Math.max(0, deadline - now()));
-      const settle = (answered: boolean): void => {
-        clearTimeout(timer);
-        resolve(answered);
-      };
-      socket.addEventListener("open", () => {
-        socket.send(JSON.stringify({ type: "session.resume", session_id: point.sessionId, resume_token: point.resumeToken, last_seq: point.lastSeq }));
-      });
-      socket.addEventListener("message", (event) => {
-        if (typeof event.data !== "string") return;
-        let message: ServerMessageBase;
-        try {
-          message = JSON.parse(event.data) as ServerMessageBase;
-        } catch {
-          return;
-        }
-        if (message.type === "session.ready") {
-          socket.close(1000, "client closed");
-          settle(true);
-        } else if (message.type === "error" && message.seq === undefined) {
-          // Gone already (nothing left to end), or not this worker's to end now.
-          socket.close(1000, "refused");
-          settle(errorDisposition(message["code"]) === "terminal");
-        }
-      });
-      socket.addEventListener("close", () => settle(false));
-    });
-  }
-}
-
-/** A frame the SDK cannot use. */
-export class FrameError extends Error {
-  override name = "FrameError";
-}
-
-/** A received frame as a server message: JSON text, or a binary audio frame. */
-export function decodeFrame(data: unknown): ServerMessageBase {
-  if (typeof data === "string") {
-    const message: unknown = JSON.parse(data);
-    if (message === null || typeof message !== "object" || Array.isArray(message) || typeof (message as { type?: unknown }).type !== "string") {
-      throw new FrameError("a server message is not an object with a type");
-    }
-    return message as ServerMessageBase;
-  }
-  const bytes = binaryData(data);
-  if (bytes === undefined || !isAudioFrame(bytes)) throw new FrameError("a binary frame that is not an audio frame");
-  const frame = decodeAudioFrame(bytes);
-  if (frame.kind !== 2) throw new FrameError("servers send audio frames of kind 2");
-  // Copied: the application may keep it after the frame's buffer is reused.
-  return { type: "response.audio.delta", seq: frame.seq, response_id: streamResponseId(frame.streamId), audio: frame.payload.slice() };
-}
-
-/** The URL to connect to; a resume names its session, so a router finds its owner. */
-export function sessionUrl(url: string, sessionId: string | undefined): string {
-  if (sessionId === undefined) return url;
-  return `${url}${url.includes("?") ? "&" : "?"}session_id=${encodeURIComponent(sessionId)}`;
-}
-
-async function resolveToken(source: TokenSource | undefined): Promise<string | undefined> {
-  if (source === undefined) return undefined;
-  const token = typeof source === "string" ? source : await source();
-  // A subprotocol entry holds RFC 7230 token characters only; anything else cannot be sent.
-  if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(token)) throw new Error("client token holds characters a subprotocol cannot carry");
-  return token;
 }
 
 function now(): number {

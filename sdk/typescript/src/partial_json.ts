@@ -40,8 +40,7 @@ import {
   PUNCTUATION,
   SIMPLE_ESCAPES,
 } from "./partial_json_grammar.js";
-
-type Container = JsonValue[] | { [key: string]: JsonValue };
+import { type Container, MISSING, type Leaf, setMember, snapshot } from "./partial_json_snapshot.js";
 
 /** The text so far cannot be the beginning of a JSON document, or is incomplete. */
 export class PartialJsonError extends Error {
@@ -59,9 +58,6 @@ interface Frame {
   readonly container: Container;
   key: string;
 }
-
-const MISSING: unique symbol = Symbol("missing");
-type Leaf = JsonValue | typeof MISSING;
 
 /** Options of {@link PartialJson}. */
 export interface PartialJsonOptions {
@@ -366,44 +362,4 @@ export function parsePartial(text: string): JsonValue | undefined {
   const parser = new PartialJson();
   parser.feed(text);
   return parser.value;
-}
-
-/** Set a member without invoking a `__proto__` setter (JSON.parse makes it an own key). */
-function setMember(object: { [key: string]: JsonValue }, key: string, value: JsonValue): void {
-  if (key === "__proto__") Object.defineProperty(object, key, { value, writable: true, enumerable: true, configurable: true });
-  else object[key] = value;
-}
-
-/**
- * Deep-copy the containers of `root`, adding `leaf` to the copy of `tip`: a copy so that
- * callers may change what they get; iterative, so deep nesting cannot exhaust the stack.
- */
-function snapshot(root: JsonValue, tip: Container | undefined, key: string, leaf: Leaf): JsonValue {
-  if (root === null || typeof root !== "object") return root;
-  const out = emptyLike(root);
-  const work: Array<readonly [Container, Container]> = [[root, out]];
-  for (let pair = work.pop(); pair !== undefined; pair = work.pop()) {
-    const [src, dst] = pair;
-    if (Array.isArray(src)) {
-      for (const item of src) (dst as JsonValue[]).push(copyChild(item, work));
-    } else {
-      for (const name of Object.keys(src)) setMember(dst as { [key: string]: JsonValue }, name, copyChild(src[name] as JsonValue, work));
-    }
-    if (src === tip && leaf !== MISSING) {
-      if (Array.isArray(dst)) dst.push(leaf);
-      else setMember(dst, key, leaf);
-    }
-  }
-  return out;
-}
-
-function emptyLike(container: Container): Container {
-  return Array.isArray(container) ? [] : {};
-}
-
-function copyChild(item: JsonValue, work: Array<readonly [Container, Container]>): JsonValue {
-  if (item === null || typeof item !== "object") return item;
-  const copy = emptyLike(item);
-  work.push([item, copy]);
-  return copy;
 }

@@ -45,8 +45,8 @@ async function reference(prompt: string): Promise<string> {
   return result.text;
 }
 
-describe("against a worker", () => {
-  test("a text answer streams and ends with response.done", async () => {
+describe("against a worker", { timeout: 60_000 }, () => {
+  test("a text answer streams and ends with response.done", { timeout: 30_000 }, async () => {
     const c = client({ instructions: "be brief" });
     const seen = record(c);
     const ready = await c.open();
@@ -63,7 +63,7 @@ describe("against a worker", () => {
     await c.close();
   });
 
-  test("interrupt stops the answer: response.done interrupted", async () => {
+  test("interrupt stops the answer: response.done interrupted", { timeout: 30_000 }, async () => {
     const c = client();
     const seen = record(c);
     await c.open();
@@ -77,7 +77,7 @@ describe("against a worker", () => {
     await c.close();
   });
 
-  test("a tool call is answered by its handler, once; provisional arguments match the parser's", async () => {
+  test("a tool call is answered by its handler, once; provisional arguments match the parser's", { timeout: 30_000 }, async () => {
     let runs = 0;
     const c = client({
       tools: [
@@ -112,7 +112,7 @@ describe("against a worker", () => {
     await c.close();
   });
 
-  test("a connection cut mid-answer resumes with the text whole and no duplicate", async () => {
+  test("a connection cut mid-answer resumes with the text whole and no duplicate", { timeout: 30_000 }, async () => {
     const prompt = "tell me about rivers";
     const whole = await reference(prompt);
     const relay = await new Relay().start(worker.url);
@@ -133,7 +133,7 @@ describe("against a worker", () => {
     await relay.stop();
   });
 
-  test("a frozen (half-open) connection is found by the heartbeat watchdog and resumed", async () => {
+  test("a frozen (half-open) connection is found by the heartbeat watchdog and resumed", { timeout: 30_000 }, async () => {
     const prompt = "tell me about mountains";
     const whole = await reference(prompt);
     const relay = await new Relay().start(worker.url);
@@ -152,7 +152,7 @@ describe("against a worker", () => {
     await relay.stop();
   });
 
-  test("a new client object resumes from the stored state (the page-reload case)", async () => {
+  test("a new client object resumes from the stored state (the page-reload case)", { timeout: 30_000 }, async () => {
     const prompt = "tell me about forests";
     const whole = await reference(prompt);
     const store = new MemoryResumeStore();
@@ -178,7 +178,7 @@ describe("against a worker", () => {
     assert.equal(store.load(), undefined, "an ended session leaves nothing to resume");
   });
 
-  test("a tool result lost with its connection is sent again after the resume, the handler run once", async () => {
+  test("a tool result lost with its connection is sent again after the resume, the handler run once", { timeout: 30_000 }, async () => {
     const relay = await new Relay().start(worker.url);
     let runs = 0;
     const c = client({
@@ -206,7 +206,7 @@ describe("against a worker", () => {
     await relay.stop();
   });
 
-  test("a voice turn: PCM16 frames in, audio frames out, playback reported", async () => {
+  test("a voice turn: PCM16 frames in, audio frames out, playback reported", { timeout: 30_000 }, async () => {
     const c = client({ audio: { sample_rate: 16000, turn_detection: { type: "manual" } } });
     const seen = record(c);
     const ready = await c.open();
@@ -226,7 +226,7 @@ describe("against a worker", () => {
     await c.close();
   });
 
-  test("close() ends the session: its resume state is refused", async () => {
+  test("close() ends the session: its resume state is refused", { timeout: 30_000 }, async () => {
     const c = client();
     await c.open();
     const point = c.state.resumePoint();
@@ -240,7 +240,7 @@ describe("against a worker", () => {
     assert.ok(seen.some((e) => e.type === "error" && e["code"] === "unknown_session"));
   });
 
-  test("without a client token the handshake is refused, and never retried", async () => {
+  test("without a client token the handshake is refused, and never retried", { timeout: 30_000 }, async () => {
     const c = new SessionClient({ url: worker.url, socketFactory });
     await assert.rejects(c.open(), AuthenticationError);
     assert.equal(c.connection.reconnects, 0);
