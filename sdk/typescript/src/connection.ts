@@ -217,7 +217,11 @@ export class ReconnectingConnection {
     socket.addEventListener("error", (event) => {
       // Browsers never say why a handshake failed; the ws package does, in its message.
       const status = /Unexpected server response: (\d+)/.exec(String((event as { message?: unknown }).message ?? ""));
-      if (status !== null && this.live === live) live.httpRefused = Number(status[1]);
+      if (this.live !== live) return;
+      if (status !== null) live.httpRefused = Number(status[1]);
+      // A failed handshake: some implementations (Node 20's global WebSocket) never
+      // follow it with a close event.
+      if (!live.opened) this.afterConnection(live, ABNORMAL_CLOSE);
     });
     socket.addEventListener("close", (event) => {
       if (this.live === live) this.afterConnection(live, event.code);
