@@ -1,0 +1,94 @@
+/**
+ * Where a session's resume state is kept between connections and between client objects:
+ * memory (the default, and for tests) or a Web Storage such as `sessionStorage`, so a
+ * page that reloads resumes its session where the old page stopped.
+ * @packageDocumentation
+ */
+
+import type { ClientMessage } from "./events.js";
+
+/** What a new client object needs to take a session over from an old one. */
+export interface ResumeState {
+  readonly sessionId: string;
+  readonly resumeToken: string;
+  /** The highest seq handed to the application (and at least what was acked). */
+  readonly lastSeq: number;
+  /** Responses started and not ended, with the seq of their `response.created`. */
+  readonly openResponses: ReadonlyArray<readonly [string, number]>;
+  /** Tool results sent and not yet acknowledged (sent again on resume), by call id. */
+  readonly toolResults: { readonly [callId: string]: ClientMessage };
+  /** Calls whose handler ran or runs here: never run twice, also across a reload. */
+  readonly startedCalls: ReadonlyArray<string>;
+}
+
+/** Keeps one session's resume state; `load` before the first connection, `save` after changes. */
+export interface ResumeStore {
+  load(): ResumeState | undefined;
+  save(state: ResumeState): void;
+  clear(): void;
+}
+
+/** Keeps the state in this object only (lost with it). */
+export class MemoryResumeStore implements ResumeStore {
+  private state: ResumeState | undefined;
+
+  load(): ResumeState | undefined {
+    return this.state;
+  }
+
+  save(state: ResumeState): void {
+    this.state = state;
+  }
+
+  clear(): void {
+    this.state = undefined;
+  }
+}
+
+/** The part of the Web Storage interface (`sessionStorage`, `localStorage`) used here. */
+export interface StorageLike {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+/**
+ * Keeps the state as JSON under one key of a Web Storage. Prefer `sessionStorage`: it is
+ * per tab, so two tabs never resume the same session, and it ends with the tab. The
+ * resume token is a secret of the session: never put it where other origins can read it.
+ */
+export class WebResumeStore implements ResumeStore {
+  constructor(
+    private readonly storage: StorageLike,
+    private readonly key = "wsserver.session",
+  ) {}
+
+  load(): ResumeState | undefined {
+    const text = this.storage.getItem(this.key);
+    if (text === null) return undefined;
+    try {
+      const state = JSON.parse(text) as Partial<ResumeState>;
+      if (typeof state.sessionId !== "string" || typeof state.resumeToken !== "string" || typeof state.lastSeq !== "number") {
+        return undefined;
+      }
+      return {
+        sessionId: state.sessionId,
+        resumeToken: state.resumeToken,
+        lastSeq: state.lastSeq,
+        openResponses: Array.isArray(state.openResponses) ? state.openResponses : [],
+        toolResults: state.toolResults ?? {},
+        startedCalls: Array.isArray(state.startedCalls) ? state.startedCalls : [],
+      };
+    } catch {
+      return undefined; // written by something else: start afresh
+    }
+  }
+
+  save(state: ResumeState): void {
+    this.storage.setItem(this.key, JSON.stringify(state));
+  }
+
+  clear(): void {
+    this.storage.removeItem(this.key);
+  }
+}
