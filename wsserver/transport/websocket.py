@@ -205,6 +205,10 @@ class Connection:
         if rcvd is not None:
             if rcvd.code == CloseCode.NORMAL:
                 return Departure.ENDED, "client_closed"
+            if rcvd.code == CloseCode.GOING_AWAY:
+                # A browser sends 1001 by itself when its page unloads or reloads: the
+                # page comes back for the answer, as after a drop.
+                return Departure.LOST, "connection_lost"
             return Departure.CLOSED_RESUMABLE, "client_closed"
         return Departure.LOST, "connection_lost"
 

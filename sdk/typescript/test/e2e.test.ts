@@ -229,10 +229,9 @@ describe("against a worker", { timeout: 60_000 }, () => {
     await c.close();
   });
 
-  // What a browser does when its page unloads or reloads: it closes the socket with 1001.
-  // Today the server takes any client close frame but 1000 as "close, resumable": the
-  // running answer is cancelled (client_closed), so the reloaded page finds it ended.
-  test.todo("a page unload (close 1001) mid-answer leaves the answer running for the reloaded page", { timeout: 30_000 }, async () => {
+  // What a browser does when its page unloads or reloads: it closes the socket with 1001,
+  // which the server takes as a drop: the answer runs on for the reloaded page.
+  test("a page unload (close 1001) mid-answer leaves the answer running for the reloaded page", { timeout: 30_000 }, async () => {
     if (browserSocket) return; // a page's script may not send 1001: only the browser does, on unload
     const store = new MemoryResumeStore();
     const sockets: SocketLike[] = [];

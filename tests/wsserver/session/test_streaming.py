@@ -196,12 +196,29 @@ async def test_close_with_another_code_aborts_but_stays_resumable(
     ready = await client.start()
     await client.send({"type": "response.create", "input": PROMPT})
     await client.until("response.text.delta")
-    await client.ws.close(1001, "page closed")
+    await client.ws.close(4001, "done here")
     await wait_until(lambda: server.engine.stats()["running"] == 0)
     again = await RawClient.connect(url_of(server))
     await again.resume(ready, 0)
     done = await again.until("response.done")
     assert (done["status"], done["reason"]) == ("cancelled", "client_closed")
+    await again.close()
+
+
+async def test_a_page_unload_close_1001_keeps_the_answer_running_for_the_resume(
+    start_server: StartServer,
+) -> None:
+    """A browser closes with 1001 when its page unloads or reloads: a drop, not a close."""
+    server = await start_server(answer_tokens=60, decode_rate=100, grace_period=60)
+    client = await RawClient.connect(url_of(server))
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": PROMPT})
+    await client.until("response.text.delta")
+    await client.ws.close(1001, "page unload")
+    again = await RawClient.connect(url_of(server))
+    await again.resume(ready, 0)
+    done = await again.until("response.done")
+    assert done["status"] == "completed"
     await again.close()
 
 
