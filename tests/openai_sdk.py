@@ -24,6 +24,6 @@ def openai_sdk_python() -> str:
         pytest.fail(
             f"no openai SDK environment at {path}: run ./scripts/test, or make one with "
             "python3 -m venv .venv-openai-sdk && "
-            ".venv-openai-sdk/bin/pip install 'openai[realtime]>=3.57'"
+            ".venv-openai-sdk/bin/pip install 'openai[realtime]==3.57.0'"
         )
     return str(path)
