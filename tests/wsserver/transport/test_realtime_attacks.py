@@ -1,0 +1,114 @@
+"""Attacks on ``/v1/realtime`` with raw frames against a real ``wsserver serve``:
+resumes of resumed connections, items the session refuses, and what one connection
+can make the worker hold."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import ClientConnection, connect
+
+from tests.processes import WorkerProcess
+from wsserver.frontdoor.api_keys import key_line, new_api_key
+
+USER_ITEM = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+
+
+class Served:
+    """A worker with one API key."""
+
+    def __init__(self, worker: WorkerProcess, key: str) -> None:
+        self.worker, self.key = worker, key
+
+    async def connect(self, **headers: str) -> ClientConnection:
+        return await connect(
+            self.worker.url + "/v1/realtime?model=m",
+            additional_headers={"Authorization": f"Bearer {self.key}", **headers},
+            compression=None,
+            max_size=None,
+        )
+
+    def rss_bytes(self) -> int:
+        """The worker process's resident set size."""
+        assert self.worker.process is not None
+        status = Path(f"/proc/{self.worker.process.pid}/status").read_text()
+        line = next(line for line in status.splitlines() if line.startswith("VmRSS:"))
+        return int(line.split()[1]) * 1024
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """Short answers (8 tokens, 50 a second)."""
+    key = new_api_key()
+    keys = tmp_path_factory.mktemp("realtime-attacks") / "keys"
+    keys.write_text(key_line("alice", key) + "\n")
+    worker = WorkerProcess(
+        "--api-keys-file",
+        str(keys),
+        "--answer-tokens",
+        "8",
+        "--decode-rate",
+        "50",
+        name="realtime-attacks-worker",
+    ).start()
+    try:
+        yield Served(worker, key)
+    finally:
+        worker.stop()
+        assert "Traceback" not in "".join(worker.lines), "".join(worker.lines)[-5000:]
+
+
+async def receive(ws: ClientConnection) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 10))
+    return event
+
+
+async def until(ws: ClientConnection, kind: str) -> list[dict[str, Any]]:
+    """Every event up to and with the next one of type ``kind``."""
+    events = [await receive(ws)]
+    while events[-1]["type"] != kind:
+        events.append(await receive(ws))
+    return events
+
+
+async def text_answer(ws: ClientConnection) -> list[dict[str, Any]]:
+    """A text answer to "hi": every event up to the ``rate_limits.updated`` after it."""
+    text_only = {"type": "session.update", "session": {"output_modalities": ["text"]}}
+    await ws.send(json.dumps(text_only))
+    await ws.send(json.dumps({"type": "conversation.item.create", "item": USER_ITEM}))
+    await ws.send(json.dumps({"type": "response.create"}))
+    return await until(ws, "rate_limits.updated")
+
+
+def resume_headers(created: dict[str, Any], last: str) -> dict[str, str]:
+    return {
+        "X-Wsserver-Session": created["resume"]["session_id"],
+        "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+        "X-Wsserver-Last-Event-Id": last,
+    }
+
+
+async def test_a_resumed_connection_can_be_resumed_from_its_last_event(served: Served) -> None:
+    """The last event an app sees after an answer is ``rate_limits.updated``, a
+    connection event; on a resumed connection its id must be one a resume takes."""
+    ws = await served.connect()
+    created = await receive(ws)
+    await receive(ws)  # conversation.created
+    last = (await text_answer(ws))[-1]["event_id"]
+    ws.transport.abort()
+    ws = await served.connect(**resume_headers(created, last))
+    events = await text_answer(ws)
+    assert [e["type"] for e in events].count("response.done") == 1
+    last = events[-1]["event_id"]
+    ws.transport.abort()
+    ws = await served.connect(**resume_headers(created, last))
+    # Nothing was missed: the resumed connection answers the next turn, no error first.
+    events = await text_answer(ws)
+    assert "error" not in [e["type"] for e in events], events[:2]
+    assert [e["type"] for e in events].count("response.done") == 1
+    await ws.close()
