@@ -204,7 +204,7 @@ class RealtimeConnection(Connection):
                 )
             self.dialect = DialectState(config)
             if message.get("resumed"):
-                self.dialect.connection_tag = secrets.token_hex(4) + "_"
+                self.dialect.connection_tag = secrets.token_hex(4)
             if not message.get("resumed"):
                 # A resumed connection gets only what it missed: the app goes on unchanged.
                 token = str(message.get("resume_token", ""))

@@ -112,7 +112,8 @@ class DialectState:
     transcript_seconds: float = 0.0
     connection_events: int = 0
     connection_tag: str = ""
-    """Set on a resumed connection, so its connection event ids differ from earlier ones."""
+    """Set on a resumed connection (hex, no separator: the ids add their own), so its
+    connection event ids and request ids differ from earlier ones."""
     written: tuple[int, int] = (0, 0)
     """(seq, k) of the last session event the connection wrote (or is writing): the
     point a connection event queued now follows on the wire."""
@@ -129,7 +130,8 @@ class DialectState:
             # Unique in the session (the tag differs per connection): the core takes a
             # request id once; a client's own event_id keeps its replays idempotent.
             self.requests_sent += 1
-            native_id = f"rt_{self.connection_tag}{self.requests_sent}"
+            tag = self.connection_tag + "_" if self.connection_tag else ""
+            native_id = f"rt_{tag}{self.requests_sent}"
         self.pending[native_id] = request
         while len(self.pending) > MAX_PENDING_REQUESTS:
             self.pending.popitem(last=False)
