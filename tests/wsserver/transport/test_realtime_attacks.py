@@ -112,3 +112,42 @@ async def test_a_resumed_connection_can_be_resumed_from_its_last_event(served: S
     assert "error" not in [e["type"] for e in events], events[:2]
     assert [e["type"] for e in events].count("response.done") == 1
     await ws.close()
+
+
+async def test_an_item_the_session_refuses_is_not_reported_added(served: Served) -> None:
+    """A user text over ``--max-input-chars`` and the output of a call that does not
+    exist are refused by the session: the client must get the ``error`` alone, not
+    ``conversation.item.added`` / ``done`` for an item the conversation never holds."""
+    ws = await served.connect()
+    await until(ws, "conversation.created")
+    long_text = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "x" * 200_000}],
+    }
+    unknown_call = {"type": "function_call_output", "call_id": "call_nope", "output": "{}"}
+    for item in (long_text, unknown_call):
+        await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+        events = await until(ws, "error")
+        assert [e["type"] for e in events] == ["error"], [e["type"] for e in events]
+    await ws.close()
+
+
+async def test_one_connection_cannot_make_the_worker_hold_its_items_unbounded(
+    served: Served,
+) -> None:
+    """The items kept for ``conversation.item.retrieve`` are bounded in count (256), not
+    in size: 100 function_call_output items of 800 KB each (refused by the session:
+    no such call) stay in the worker's memory while the connection lives."""
+    ws = await served.connect()
+    await until(ws, "conversation.created")
+    await text_answer(ws)  # the worker's steady state before measuring
+    before = served.rss_bytes()
+    for n in range(100):
+        output = f"{n:04d}" + "o" * 800_000
+        item = {"type": "function_call_output", "call_id": f"call_{n}", "output": output}
+        await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+        await until(ws, "error")
+    grown = served.rss_bytes() - before
+    assert grown < 40 * 1024 * 1024, f"the worker grew {grown // 2**20} MiB for one connection"
+    await ws.close()
