@@ -19,6 +19,10 @@ from protocol.dialects.realtime.session_config import Modality, SessionConfig
 MAX_REMEMBERED_ITEMS = 256
 """Items kept for ``conversation.item.retrieve`` and ``truncate`` (the newest)."""
 
+MAX_REMEMBERED_CHARS = 4 * 1024 * 1024
+"""The text those items may hold together (a client's outputs can be near a frame each:
+counted alone, 256 of them would be 256 MiB a connection)."""
+
 MAX_PENDING_REQUESTS = 256
 """Native requests awaiting their answer that the translation remembers (the oldest
 forgotten first: a client that floods them loses only the ids of its errors)."""
@@ -98,6 +102,9 @@ class DialectState:
     responses: dict[str, ResponseState] = field(default_factory=dict)
     items: OrderedDict[str, tuple[dict[str, Any], str | None]] = field(default_factory=OrderedDict)
     """Recent items by id, as last sent, with the id of the item before each."""
+    item_sizes: dict[str, int] = field(default_factory=dict)
+    """Item id → the characters of text it holds (what :data:`MAX_REMEMBERED_CHARS` counts)."""
+    remembered_chars: int = 0
     item_responses: dict[str, str] = field(default_factory=dict)
     """Assistant item id → the native response that produced it."""
     last_item_id: str | None = None
@@ -167,11 +174,28 @@ class DialectState:
         previous = known[1] if known is not None else self.last_item_id
         self.items[item_id] = (item, previous)
         self.items.move_to_end(item_id)
+        size = _text_chars(item)
+        self.remembered_chars += size - self.item_sizes.get(item_id, 0)
+        self.item_sizes[item_id] = size
         if known is None:
             self.last_item_id = item_id
         if response_id is not None:
             self.item_responses[item_id] = response_id
-        while len(self.items) > MAX_REMEMBERED_ITEMS:
+        while len(self.items) > MAX_REMEMBERED_ITEMS or (
+            self.remembered_chars > MAX_REMEMBERED_CHARS and len(self.items) > 1
+        ):
             old, _ = self.items.popitem(last=False)
             self.item_responses.pop(old, None)
+            self.remembered_chars -= self.item_sizes.pop(old, 0)
         return previous
+
+
+def _text_chars(value: Any) -> int:
+    """The characters of every string in a JSON-like ``value`` (an item is a few levels)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(key) + _text_chars(inner) for key, inner in value.items())
+    if isinstance(value, list):
+        return sum(_text_chars(inner) for inner in value)
+    return 0
