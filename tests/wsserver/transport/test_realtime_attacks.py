@@ -68,10 +68,10 @@ async def receive(ws: ClientConnection) -> dict[str, Any]:
     return event
 
 
-async def until(ws: ClientConnection, kind: str) -> list[dict[str, Any]]:
-    """Every event up to and with the next one of type ``kind``."""
+async def until(ws: ClientConnection, *kinds: str) -> list[dict[str, Any]]:
+    """Every event up to and with the next one of one of the types ``kinds``."""
     events = [await receive(ws)]
-    while events[-1]["type"] != kind:
+    while events[-1]["type"] not in kinds:
         events.append(await receive(ws))
     return events
 
@@ -150,4 +150,26 @@ async def test_one_connection_cannot_make_the_worker_hold_its_items_unbounded(
         await until(ws, "error")
     grown = served.rss_bytes() - before
     assert grown < 40 * 1024 * 1024, f"the worker grew {grown // 2**20} MiB for one connection"
+    await ws.close()
+
+
+async def test_a_client_event_id_used_again_later_is_still_a_new_request(served: Served) -> None:
+    """In the Realtime API ``event_id`` is the client's label for an event, not a
+    request key: a client that numbers its events per connection (``evt_1``, ...)
+    uses the same ids again after a reconnect. A later ``response.create`` that
+    carries an id an earlier, finished one carried must still be answered."""
+    ws = await served.connect()
+    await until(ws, "conversation.created")
+    text_only = {"type": "session.update", "session": {"output_modalities": ["text"]}}
+    await ws.send(json.dumps(text_only))
+    for turn in range(2):
+        await ws.send(json.dumps({"type": "conversation.item.create", "item": USER_ITEM}))
+        await ws.send(json.dumps({"type": "response.create", "event_id": "evt_2"}))
+        events = await until(ws, "rate_limits.updated", "error")
+        kinds = [e["type"] for e in events]
+        assert "error" not in kinds, (
+            turn,
+            [e.get("error") for e in events if e["type"] == "error"],
+        )
+        assert kinds.count("response.done") == 1
     await ws.close()
