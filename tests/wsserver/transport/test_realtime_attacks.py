@@ -173,3 +173,22 @@ async def test_a_client_event_id_used_again_later_is_still_a_new_request(served:
         )
         assert kinds.count("response.done") == 1
     await ws.close()
+
+
+async def test_sessions_that_ended_leave_no_instructions_behind_in_the_worker(
+    served: Served,
+) -> None:
+    """What the worker keeps per Realtime session for a resume (16384 sessions) holds
+    only what the native session does not: 80 sessions that each set 100 000
+    characters of instructions (400 KB) and then end must not leave 32 MB behind."""
+    before = served.rss_bytes()
+    instructions = "\U0001f600" * 100_000
+    for _ in range(80):
+        ws = await served.connect()
+        await until(ws, "conversation.created")
+        update = {"type": "session.update", "session": {"instructions": instructions}}
+        await ws.send(json.dumps(update, ensure_ascii=False))
+        await until(ws, "session.updated")
+        await ws.close()  # 1000: the session ends
+    grown = served.rss_bytes() - before
+    assert grown < 16 * 1024 * 1024, f"the worker kept {grown // 2**20} MiB of ended sessions"
