@@ -89,7 +89,13 @@ class KeptConfigs:
         self._configs: OrderedDict[str, SessionConfig] = OrderedDict()
 
     def keep(self, config: SessionConfig) -> None:
-        """Remember ``config`` for its session."""
+        """Remember ``config`` for its session, less what the native session holds.
+
+        A resume reads instructions and tools from the session itself; kept here they
+        would be up to ~100 KB of instructions and 128 tools per entry, for 16384
+        sessions, ended or not.
+        """
+        config = config.updated(instructions="", tools=())
         self._configs[config.session_id] = config
         self._configs.move_to_end(config.session_id)
         while len(self._configs) > self.limit:
