@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
 from tests.processes import WorkerProcess
 from wsserver.frontdoor.api_keys import key_line, new_api_key
@@ -54,6 +55,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         "8",
         "--decode-rate",
         "50",
+        # A flood within the connection's message rate (the tests send tens of thousands).
+        "--max-messages-per-second",
+        "100000",
+        "--max-message-burst",
+        "100000",
+        "--message-burst-per-principal",
+        "0",
         name="realtime-attacks-worker",
     ).start()
     try:
@@ -192,3 +200,31 @@ async def test_sessions_that_ended_leave_no_instructions_behind_in_the_worker(
         await ws.close()  # 1000: the session ends
     grown = served.rss_bytes() - before
     assert grown < 16 * 1024 * 1024, f"the worker kept {grown // 2**20} MiB of ended sessions"
+
+
+async def test_a_client_that_stops_reading_cannot_queue_replies_without_bound(
+    served: Served,
+) -> None:
+    """``--outbox-max-bytes`` (1 MiB) bounds a connection's unsent output, then 4000.
+    The dialect's own answers (an ``error`` per bad event here) bypass it: a client
+    that stops reading and goes on sending within its message rate makes the worker
+    queue every answer, without bound."""
+    ws = await served.connect()
+    await until(ws, "conversation.created")
+    before = served.rss_bytes()
+    ws.transport.pause_reading()
+    bad = json.dumps({"type": "no.such.event", "event_id": "evt_" + "x" * 100})
+    closed = False
+    for _ in range(120):
+        try:
+            for _ in range(1000):
+                await ws.send(bad)
+        except ConnectionClosed:
+            closed = True
+            break
+        await asyncio.sleep(0.01)
+    grown = served.rss_bytes() - before
+    ws.transport.abort()
+    assert closed or grown < 32 * 1024 * 1024, (
+        f"a reader that stopped made the worker hold {grown >> 20} MiB of answers"
+    )
