@@ -73,6 +73,10 @@ RETRYABLE_REFUSALS = frozenset({"store_unavailable"})
 
 MAX_KEPT_CONFIGS = 16384
 
+MAX_QUEUED_ANSWERS = 4096
+"""Unsent connection messages (the dialect's answers, errors) before a close 4000: the
+outbox bounds session events only, and every client event can queue an answer."""
+
 
 class KeptConfigs:
     """Each Realtime session's settings as its client last set them, by session id.
@@ -247,6 +251,10 @@ class RealtimeConnection(Connection):
     # -- Realtime client events → native ---------------------------------
 
     async def _on_data(self, frame: str | bytes) -> None:
+        if len(self._control) >= MAX_QUEUED_ANSWERS:
+            # Far above what a message burst queues while the client reads.
+            self.close_slow_consumer("slow consumer: answers not read; resume")
+            return
         dialect, runtime = self.dialect, self.runtime
         if isinstance(frame, bytes):
             super().send_control(self._error("invalid_event", "events are json text frames"))
