@@ -27,7 +27,7 @@ from protocol.dialects.realtime import client_models as rt
 from protocol.dialects.realtime.errors import DialectError, client_event_id, error_event
 from protocol.dialects.realtime.objects import function_call_output_item, user_text_item
 from protocol.dialects.realtime.session_config import native_audio
-from protocol.dialects.realtime.session_update import session_tools, session_update
+from protocol.dialects.realtime.session_update import kept_patch, session_tools, session_update
 from protocol.dialects.realtime.state import DialectState, PendingRequest
 from protocol.json_value import NotJsonData, check_json_data, safe_text
 from protocol.session.inputs import SessionMessage
@@ -115,7 +115,7 @@ def _session_update(state: DialectState, event: rt.SessionUpdate, eid: str | Non
     audio_changed = patch.output_modalities is not None or (
         audio_in is not None and "turn_detection" in audio_in.model_fields_set
     )
-    native_id = state.send_request(PendingRequest(eid, patch=patch))
+    native_id = state.send_request(PendingRequest(eid, patch=kept_patch(patch)))
     state.requested = requested
     update = native.SessionUpdate(
         type="session.update",
