@@ -255,3 +255,20 @@ async def test_pending_session_updates_hold_no_more_than_their_settings(served: 
         await asyncio.sleep(0.05)
     ws.transport.abort()
     assert grown < 64 * 1024 * 1024, f"300 pending updates made the worker hold {grown >> 20} MiB"
+
+
+async def test_a_refused_resume_leaves_the_live_connection_serving(served: Served) -> None:
+    """A resume whose last event id names an event never sent is refused (1008) and
+    "leaves the session as it was" (docs/REALTIME.md): the connection the session is
+    live on must go on serving, not be closed by the refused resume."""
+    live = await served.connect()
+    created = await receive(live)
+    await receive(live)  # conversation.created
+    last = (await text_answer(live))[-1]["event_id"]
+    seq = int(last.split("_")[1])
+    forged = await served.connect(**resume_headers(created, f"event_{seq}_99"))
+    refusal = await receive(forged)
+    assert refusal["error"]["code"] == "invalid_event_id"
+    events = await text_answer(live)
+    assert [e["type"] for e in events].count("response.done") == 1
+    await live.close()
