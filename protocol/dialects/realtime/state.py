@@ -154,8 +154,11 @@ class DialectState:
         return self.requested or self.config
 
     def next_user_item_id(self) -> str:
-        """A fresh id for a user item the client created without naming it."""
+        """A fresh id for a user item the client created without naming it (never one
+        of the items known: the client may have chosen it)."""
         self.user_items += 1
+        while f"item_user_c{self.user_items}" in self.items:
+            self.user_items += 1
         return f"item_user_c{self.user_items}"
 
     @property
