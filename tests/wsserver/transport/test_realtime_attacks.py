@@ -5,7 +5,9 @@ can make the worker hold."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.processes import WorkerProcess
+from tests.wsserver.audio_fixtures import pcm
 from wsserver.frontdoor.api_keys import key_line, new_api_key
 
 USER_ITEM = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
@@ -272,3 +275,55 @@ async def test_a_refused_resume_leaves_the_live_connection_serving(served: Serve
     events = await text_answer(live)
     assert [e["type"] for e in events].count("response.done") == 1
     await live.close()
+
+
+@pytest.fixture(scope="module")
+def small_replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A replay buffer of 64 events; answers of 8 tokens (about 10 native events each)."""
+    key = new_api_key()
+    keys = tmp_path_factory.mktemp("realtime-attacks-acks") / "keys"
+    keys.write_text(key_line("alice", key) + "\n")
+    flags = ("--replay-max-events", "64", "--answer-tokens", "8", "--decode-rate", "400")
+    worker = WorkerProcess("--api-keys-file", str(keys), *flags, name="realtime-attacks-acks")
+    try:
+        yield Served(worker.start(), key)
+    finally:
+        worker.stop()
+        assert "Traceback" not in "".join(worker.lines), "".join(worker.lines)[-5000:]
+
+
+def speech_onset_24k() -> bytes:
+    """300 ms of silence then the first 600 ms of the hello fixture, at 24 kHz."""
+    samples = array("h", pcm("speech_hello")[: 16 * 2 * 600])
+    # 16 kHz to 24 kHz: every sample of each pair once, the second of it twice.
+    upsampled = array("h", (samples[i * 2 // 3] for i in range(len(samples) * 3 // 2)))
+    return bytes(24 * 2 * 300) + upsampled.tobytes()
+
+
+async def test_turn_detection_off_mid_speech_leaves_the_session_resumable(
+    small_replay: Served,
+) -> None:
+    """``turn_detection: null`` while speech is in progress: the core stops detecting
+    and never ends that speech, so the dialect's speech in progress never ends and no
+    point is quiet again: nothing is acked, and once the answers that follow pass the
+    replay bounds the session can no longer be resumed (``replay_unavailable``)."""
+    ws = await small_replay.connect()
+    created = await receive(ws)
+    await receive(ws)  # conversation.created
+    audio = speech_onset_24k()
+    for offset in range(0, len(audio), 4800):  # 100 ms each, paced near real time
+        chunk = base64.b64encode(audio[offset : offset + 4800]).decode()
+        await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": chunk}))
+        await asyncio.sleep(0.08)
+    await until(ws, "input_audio_buffer.speech_started")
+    manual = {"audio": {"input": {"turn_detection": None}}}
+    await ws.send(json.dumps({"type": "session.update", "session": manual}))
+    await until(ws, "session.updated")
+    last = ""
+    for _ in range(8):  # about 100 native events: past the replay buffer
+        last = (await text_answer(ws))[-1]["event_id"]
+    ws.transport.abort()
+    ws = await small_replay.connect(**resume_headers(created, last))
+    events = await text_answer(ws)
+    assert "error" not in [e["type"] for e in events], events[0]
+    await ws.close()
