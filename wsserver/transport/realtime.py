@@ -25,7 +25,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from protocol.audio_frame import AudioFrame, AudioKind
-from protocol.codes import CloseCode
+from protocol.codes import CloseCode, ErrorCode
 from protocol.dialects.realtime.client_events import InputAudio, translate_client_event
 from protocol.dialects.realtime.errors import INVALID_REQUEST, SERVER_ERROR, error_event
 from protocol.dialects.realtime.event_ids import EventPosition, parse_event_id
@@ -310,6 +310,11 @@ class RealtimeConnection(Connection):
             return
         try:
             history = runtime.session.replay_after(runtime.acked_seq)
+            first = history[0] if history else None
+            if first is not None and first.response_id and first.type != "response.created":
+                # Taken over from a stored log trimmed inside a response: no quiet point
+                # to rebuild from (the same worker refuses this as replay_unavailable too).
+                raise ResumeRefused(ErrorCode.REPLAY_UNAVAILABLE, "the replay starts mid-answer")
             check_seen(
                 DialectState(dialect.config),
                 (event.to_message() for event in history),
