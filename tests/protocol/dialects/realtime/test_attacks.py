@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from protocol.dialects.realtime.client_events import translate_client_event
-from tests.protocol.dialects.realtime.scenarios import voice_state
+from protocol.dialects.realtime.server_events import translate_event
+from tests.protocol.dialects.realtime.scenarios import TEXT_TURN, text_state, voice_state
 
 
 def user_item(item_id: str | None = None) -> dict[str, Any]:
@@ -29,3 +30,17 @@ def test_an_item_id_the_dialect_makes_never_repeats_one_the_client_chose() -> No
     made = translate_client_event(state, user_item()).replies
     assert chosen[0]["type"] == made[0]["type"] == "conversation.item.added"
     assert made[0]["item"]["id"] != chosen[0]["item"]["id"]
+
+
+def test_a_client_item_id_never_names_an_assistant_item_too() -> None:
+    """Assistant items are named ``item_<response id>_<n>``; a client that names its
+    own item ``item_resp_1_0`` first must not end with two items of that id (the
+    assistant's would replace the client's in ``retrieve`` and be ``truncate``d as it)."""
+    state = text_state()
+    created = translate_client_event(state, user_item("item_resp_1_0")).replies
+    ids = [created[0]["item"]["id"]] if created[0]["type"] == "conversation.item.added" else []
+    for message in TEXT_TURN:
+        for out in translate_event(state, message):
+            if out["type"] == "conversation.item.added":
+                ids.append(out["item"]["id"])
+    assert len(ids) == len(set(ids)), ids
