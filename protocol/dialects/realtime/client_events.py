@@ -51,6 +51,8 @@ class Translation:
     replies: list[dict[str, Any]] = field(default_factory=list)
 
 
+_SERVER_ITEM_PREFIXES = ("item_resp_", "item_user_")
+"""Prefixes of the item ids the dialect makes (assistant items, user items)."""
 _FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _adapter: TypeAdapter[rt.ClientEvent] = TypeAdapter(rt.ClientEvent)
 
@@ -133,6 +135,13 @@ def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> 
     item = event.item
     if item.id is not None and item.id in state.items:
         raise DialectError("invalid_value", f"item {item.id!r} already exists", param="item.id")
+    if item.id is not None and item.id.startswith(_SERVER_ITEM_PREFIXES):
+        # The dialect names items so: a client's would collide with one made later.
+        raise DialectError(
+            "invalid_value",
+            "ids starting with item_resp_ or item_user_ are the server's",
+            param="item.id",
+        )
     item_id = item.id or state.next_user_item_id()
     if item.type == "function_call_output":
         if item.call_id is None or item.output is None:
