@@ -233,6 +233,40 @@ async def test_a_client_that_stops_reading_cannot_queue_replies_without_bound(
     )
 
 
+async def fill_socket_then_update(served: Served, session: Any) -> int:
+    """Fill the socket with 16 MB of answers unread, send 300 ``session.update`` with
+    ``session(n)``; the worker's growth in bytes at its largest."""
+    ws = await served.connect()
+    await until(ws, "conversation.created")
+    item = {"type": "function_call_output", "call_id": "call_big", "output": "o" * 800_000}
+    await ws.send(json.dumps({"type": "conversation.item.create", "item": {"id": "big", **item}}))
+    await until(ws, "error")  # no such call; the item is kept for retrieve
+    before = served.rss_bytes()
+    ws.transport.pause_reading()
+    for _ in range(20):
+        await ws.send(json.dumps({"type": "conversation.item.retrieve", "item_id": "big"}))
+    for n in range(300):
+        await ws.send(json.dumps({"type": "session.update", "session": session(n)}))
+    grown = 0
+    for _ in range(40):  # the worker has read the 300 events within a few polls
+        grown = max(grown, served.rss_bytes() - before)
+        await asyncio.sleep(0.05)
+    ws.transport.abort()
+    return grown
+
+
+async def test_pending_session_updates_with_big_tools_are_bounded(served: Served) -> None:
+    """As below, with what the settings do keep: a tool whose parameters schema is
+    800 KB, 300 times while the socket is full."""
+
+    def session(n: int) -> dict[str, Any]:
+        schema = {"type": "object", "description": f"{n}" + "p" * 800_000}
+        return {"tools": [{"type": "function", "name": "big", "parameters": schema}]}
+
+    grown = await fill_socket_then_update(served, session)
+    assert grown < 64 * 1024 * 1024, f"300 pending updates made the worker hold {grown >> 20} MiB"
+
+
 async def test_pending_session_updates_hold_no_more_than_their_settings(served: Served) -> None:
     """Each ``session.update`` is remembered until its ``session.updated`` is written
     (256 at most), with the whole patch as sent: a client that stops reading (its
