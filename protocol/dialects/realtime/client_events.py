@@ -28,7 +28,12 @@ from protocol.dialects.realtime.errors import DialectError, client_event_id, err
 from protocol.dialects.realtime.objects import function_call_output_item, user_text_item
 from protocol.dialects.realtime.session_config import native_audio
 from protocol.dialects.realtime.session_update import kept_patch, session_tools, session_update
-from protocol.dialects.realtime.state import DialectState, PendingRequest
+from protocol.dialects.realtime.state import (
+    MAX_PENDING_UPDATE_CHARS,
+    DialectState,
+    PendingRequest,
+    text_chars,
+)
 from protocol.json_value import NotJsonData, check_json_data, safe_text
 from protocol.session.inputs import SessionMessage
 
@@ -117,7 +122,15 @@ def _session_update(state: DialectState, event: rt.SessionUpdate, eid: str | Non
     audio_changed = patch.output_modalities is not None or (
         audio_in is not None and "turn_detection" in audio_in.model_fields_set
     )
-    native_id = state.send_request(PendingRequest(eid, patch=kept_patch(patch)))
+    size = len(patch.instructions or "") + sum(
+        len(tool.description) + text_chars(tool.parameters) for tool in patch.tools or ()
+    )
+    if state.pending_update_chars + size > MAX_PENDING_UPDATE_CHARS:
+        raise DialectError(
+            "too_many_pending_updates",
+            "session.update events awaiting their session.updated hold too much: read them",
+        )
+    native_id = state.send_request(PendingRequest(eid, patch=kept_patch(patch), size=size))
     state.requested = requested
     update = native.SessionUpdate(
         type="session.update",

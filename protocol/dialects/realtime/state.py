@@ -27,6 +27,11 @@ MAX_PENDING_REQUESTS = 256
 """Native requests awaiting their answer that the translation remembers (the oldest
 forgotten first: a client that floods them loses only the ids of its errors)."""
 
+MAX_PENDING_UPDATE_CHARS = 8 * 1024 * 1024
+"""The text (instructions, tool descriptions and schemas) of the ``session.update``
+events awaiting their answer, together: a client that floods them while not reading
+is refused more, as 256 near a frame each would be 256 MiB a connection."""
+
 MAX_APPEND_BYTES = 3 * 1024 * 1024
 """Largest decoded ``input_audio_buffer.append`` (about 65 s of 24 kHz PCM16)."""
 
@@ -57,6 +62,8 @@ class PendingRequest:
     """``session.update``: the Realtime session patch, applied when the core accepts it."""
     output_modalities: tuple[Modality, ...] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
+    size: int = 0
+    """The characters of text the patch holds (what :data:`MAX_PENDING_UPDATE_CHARS` counts)."""
 
 
 @dataclass(slots=True)
@@ -144,6 +151,11 @@ class DialectState:
             self.pending.popitem(last=False)
         return native_id
 
+    @property
+    def pending_update_chars(self) -> int:
+        """The text held by the ``session.update`` events awaiting their answer."""
+        return sum(request.size for request in self.pending.values())
+
     def answered(self, native_id: Any) -> PendingRequest | None:
         """Forget the pending request ``native_id`` names, returning it (if known)."""
         return self.pending.pop(native_id, None) if isinstance(native_id, str) else None
@@ -177,7 +189,7 @@ class DialectState:
         previous = known[1] if known is not None else self.last_item_id
         self.items[item_id] = (item, previous)
         self.items.move_to_end(item_id)
-        size = _text_chars(item)
+        size = text_chars(item)
         self.remembered_chars += size - self.item_sizes.get(item_id, 0)
         self.item_sizes[item_id] = size
         if known is None:
@@ -193,12 +205,12 @@ class DialectState:
         return previous
 
 
-def _text_chars(value: Any) -> int:
+def text_chars(value: Any) -> int:
     """The characters of every string in a JSON-like ``value`` (an item is a few levels)."""
     if isinstance(value, str):
         return len(value)
     if isinstance(value, dict):
-        return sum(len(key) + _text_chars(inner) for key, inner in value.items())
+        return sum(len(key) + text_chars(inner) for key, inner in value.items())
     if isinstance(value, list):
-        return sum(_text_chars(inner) for inner in value)
+        return sum(text_chars(inner) for inner in value)
     return 0
