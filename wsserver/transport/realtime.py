@@ -25,7 +25,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from protocol.audio_frame import AudioFrame, AudioKind
-from protocol.codes import CloseCode
+from protocol.codes import CloseCode, ErrorCode
 from protocol.dialects.realtime.client_events import InputAudio, translate_client_event
 from protocol.dialects.realtime.errors import INVALID_REQUEST, SERVER_ERROR, error_event
 from protocol.dialects.realtime.event_ids import EventPosition, parse_event_id
@@ -73,6 +73,10 @@ RETRYABLE_REFUSALS = frozenset({"store_unavailable"})
 
 MAX_KEPT_CONFIGS = 16384
 
+MAX_QUEUED_ANSWERS = 4096
+"""Unsent connection messages (the dialect's answers, errors) before a close 4000: the
+outbox bounds session events only, and every client event can queue an answer."""
+
 
 class KeptConfigs:
     """Each Realtime session's settings as its client last set them, by session id.
@@ -89,7 +93,13 @@ class KeptConfigs:
         self._configs: OrderedDict[str, SessionConfig] = OrderedDict()
 
     def keep(self, config: SessionConfig) -> None:
-        """Remember ``config`` for its session."""
+        """Remember ``config`` for its session, less what the native session holds.
+
+        A resume reads instructions and tools from the session itself; kept here they
+        would be up to ~100 KB of instructions and 128 tools per entry, for 16384
+        sessions, ended or not.
+        """
+        config = config.updated(instructions="", tools=())
         self._configs[config.session_id] = config
         self._configs.move_to_end(config.session_id)
         while len(self._configs) > self.limit:
@@ -204,7 +214,7 @@ class RealtimeConnection(Connection):
                 )
             self.dialect = DialectState(config)
             if message.get("resumed"):
-                self.dialect.connection_tag = secrets.token_hex(4) + "_"
+                self.dialect.connection_tag = secrets.token_hex(4)
             if not message.get("resumed"):
                 # A resumed connection gets only what it missed: the app goes on unchanged.
                 token = str(message.get("resume_token", ""))
@@ -241,6 +251,10 @@ class RealtimeConnection(Connection):
     # -- Realtime client events → native ---------------------------------
 
     async def _on_data(self, frame: str | bytes) -> None:
+        if len(self._control) >= MAX_QUEUED_ANSWERS:
+            # Far above what a message burst queues while the client reads.
+            self.close_slow_consumer("slow consumer: answers not read; resume")
+            return
         dialect, runtime = self.dialect, self.runtime
         if isinstance(frame, bytes):
             super().send_control(self._error("invalid_event", "events are json text frames"))
@@ -296,6 +310,11 @@ class RealtimeConnection(Connection):
             return
         try:
             history = runtime.session.replay_after(runtime.acked_seq)
+            first = history[0] if history else None
+            if first is not None and first.response_id and first.type != "response.created":
+                # Taken over from a stored log trimmed inside a response: no quiet point
+                # to rebuild from (the same worker refuses this as replay_unavailable too).
+                raise ResumeRefused(ErrorCode.REPLAY_UNAVAILABLE, "the replay starts mid-answer")
             check_seen(
                 DialectState(dialect.config),
                 (event.to_message() for event in history),

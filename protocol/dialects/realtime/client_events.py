@@ -27,8 +27,13 @@ from protocol.dialects.realtime import client_models as rt
 from protocol.dialects.realtime.errors import DialectError, client_event_id, error_event
 from protocol.dialects.realtime.objects import function_call_output_item, user_text_item
 from protocol.dialects.realtime.session_config import native_audio
-from protocol.dialects.realtime.session_update import session_tools, session_update
-from protocol.dialects.realtime.state import DialectState, PendingRequest
+from protocol.dialects.realtime.session_update import kept_patch, session_tools, session_update
+from protocol.dialects.realtime.state import (
+    MAX_PENDING_UPDATE_CHARS,
+    DialectState,
+    PendingRequest,
+    text_chars,
+)
 from protocol.json_value import NotJsonData, check_json_data, safe_text
 from protocol.session.inputs import SessionMessage
 
@@ -51,6 +56,8 @@ class Translation:
     replies: list[dict[str, Any]] = field(default_factory=list)
 
 
+_SERVER_ITEM_PREFIXES = ("item_resp_", "item_user_")
+"""Prefixes of the item ids the dialect makes (assistant items, user items)."""
 _FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _adapter: TypeAdapter[rt.ClientEvent] = TypeAdapter(rt.ClientEvent)
 
@@ -115,7 +122,15 @@ def _session_update(state: DialectState, event: rt.SessionUpdate, eid: str | Non
     audio_changed = patch.output_modalities is not None or (
         audio_in is not None and "turn_detection" in audio_in.model_fields_set
     )
-    native_id = state.send_request(PendingRequest(eid, patch=patch))
+    size = len(patch.instructions or "") + sum(
+        len(tool.description) + text_chars(tool.parameters) for tool in patch.tools or ()
+    )
+    if state.pending_update_chars + size > MAX_PENDING_UPDATE_CHARS:
+        raise DialectError(
+            "too_many_pending_updates",
+            "session.update events awaiting their session.updated hold too much: read them",
+        )
+    native_id = state.send_request(PendingRequest(eid, patch=kept_patch(patch), size=size))
     state.requested = requested
     update = native.SessionUpdate(
         type="session.update",
@@ -133,6 +148,13 @@ def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> 
     item = event.item
     if item.id is not None and item.id in state.items:
         raise DialectError("invalid_value", f"item {item.id!r} already exists", param="item.id")
+    if item.id is not None and item.id.startswith(_SERVER_ITEM_PREFIXES):
+        # The dialect names items so: a client's would collide with one made later.
+        raise DialectError(
+            "invalid_value",
+            "ids starting with item_resp_ or item_user_ are the server's",
+            param="item.id",
+        )
     item_id = item.id or state.next_user_item_id()
     if item.type == "function_call_output":
         if item.call_id is None or item.output is None:

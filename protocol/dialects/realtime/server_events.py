@@ -102,6 +102,10 @@ def _response_object(
 
 def _session_updated(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     settle_update(state, message)
+    if state.config.turn_detection is None:
+        # Manual turns: the core detects no more speech, so none is in progress (a
+        # speech it had started would never end, and no point would be quiet again).
+        state.pending_user_item = None
     return [{"type": "session.updated", "session": session_object(state.config)}]
 
 

@@ -67,6 +67,32 @@ def settle_update(state: DialectState, in_force: dict[str, Any] | None) -> None:
     state.requested = requested if patches else None
 
 
+_UNUSED_SESSION_FIELDS = ("include", "prompt", "reasoning", "tracing", "truncation")
+_UNUSED_TRANSCRIPTION_FIELDS = ("prompt", "languages", "keywords", "delay")
+
+
+def kept_patch(patch: rt.Session) -> rt.Session:
+    """``patch`` less what :func:`session_update` never reads: a pending update is kept
+    until answered (256 of them), and an accepted-but-unused field may be near a frame."""
+    audio = patch.audio
+    if audio is not None:
+        changes: dict[str, Any] = {}
+        if audio.output is not None:
+            voice = audio.output.voice
+            voice = voice[:64] if isinstance(voice, str) else None
+            changes["output"] = audio.output.model_copy(update={"voice": voice})
+        audio_in = audio.input
+        if audio_in is not None:
+            # Only fields that were set: session_update reads which ones were.
+            inner: dict[str, Any] = {"noise_reduction": None}
+            if audio_in.transcription is not None:
+                unused = dict.fromkeys(_UNUSED_TRANSCRIPTION_FIELDS)
+                inner["transcription"] = audio_in.transcription.model_copy(update=unused)
+            changes["input"] = audio_in.model_copy(update=inner)
+        audio = audio.model_copy(update=changes)
+    return patch.model_copy(update={"audio": audio, **dict.fromkeys(_UNUSED_SESSION_FIELDS)})
+
+
 def session_tools(tools: list[rt.FunctionTool], param: str) -> list[ToolSpec]:
     """Realtime function tools as native tool specs (``param``: where they were given)."""
     specs = []

@@ -19,9 +19,18 @@ from protocol.dialects.realtime.session_config import Modality, SessionConfig
 MAX_REMEMBERED_ITEMS = 256
 """Items kept for ``conversation.item.retrieve`` and ``truncate`` (the newest)."""
 
+MAX_REMEMBERED_CHARS = 4 * 1024 * 1024
+"""The text those items may hold together (a client's outputs can be near a frame each:
+counted alone, 256 of them would be 256 MiB a connection)."""
+
 MAX_PENDING_REQUESTS = 256
 """Native requests awaiting their answer that the translation remembers (the oldest
 forgotten first: a client that floods them loses only the ids of its errors)."""
+
+MAX_PENDING_UPDATE_CHARS = 8 * 1024 * 1024
+"""The text (instructions, tool descriptions and schemas) of the ``session.update``
+events awaiting their answer, together: a client that floods them while not reading
+is refused more, as 256 near a frame each would be 256 MiB a connection."""
 
 MAX_APPEND_BYTES = 3 * 1024 * 1024
 """Largest decoded ``input_audio_buffer.append`` (about 65 s of 24 kHz PCM16)."""
@@ -53,6 +62,8 @@ class PendingRequest:
     """``session.update``: the Realtime session patch, applied when the core accepts it."""
     output_modalities: tuple[Modality, ...] | None = None
     max_output_tokens: int | Literal["inf"] | None = None
+    size: int = 0
+    """The characters of text the patch holds (what :data:`MAX_PENDING_UPDATE_CHARS` counts)."""
 
 
 @dataclass(slots=True)
@@ -98,6 +109,9 @@ class DialectState:
     responses: dict[str, ResponseState] = field(default_factory=dict)
     items: OrderedDict[str, tuple[dict[str, Any], str | None]] = field(default_factory=OrderedDict)
     """Recent items by id, as last sent, with the id of the item before each."""
+    item_sizes: dict[str, int] = field(default_factory=dict)
+    """Item id → the characters of text it holds (what :data:`MAX_REMEMBERED_CHARS` counts)."""
+    remembered_chars: int = 0
     item_responses: dict[str, str] = field(default_factory=dict)
     """Assistant item id → the native response that produced it."""
     last_item_id: str | None = None
@@ -112,7 +126,8 @@ class DialectState:
     transcript_seconds: float = 0.0
     connection_events: int = 0
     connection_tag: str = ""
-    """Set on a resumed connection, so its connection event ids differ from earlier ones."""
+    """Set on a resumed connection (hex, no separator: the ids add their own), so its
+    connection event ids and request ids differ from earlier ones."""
     written: tuple[int, int] = (0, 0)
     """(seq, k) of the last session event the connection wrote (or is writing): the
     point a connection event queued now follows on the wire."""
@@ -129,11 +144,17 @@ class DialectState:
             # Unique in the session (the tag differs per connection): the core takes a
             # request id once; a client's own event_id keeps its replays idempotent.
             self.requests_sent += 1
-            native_id = f"rt_{self.connection_tag}{self.requests_sent}"
+            tag = self.connection_tag + "_" if self.connection_tag else ""
+            native_id = f"rt_{tag}{self.requests_sent}"
         self.pending[native_id] = request
         while len(self.pending) > MAX_PENDING_REQUESTS:
             self.pending.popitem(last=False)
         return native_id
+
+    @property
+    def pending_update_chars(self) -> int:
+        """The text held by the ``session.update`` events awaiting their answer."""
+        return sum(request.size for request in self.pending.values())
 
     def answered(self, native_id: Any) -> PendingRequest | None:
         """Forget the pending request ``native_id`` names, returning it (if known)."""
@@ -145,8 +166,11 @@ class DialectState:
         return self.requested or self.config
 
     def next_user_item_id(self) -> str:
-        """A fresh id for a user item the client created without naming it."""
+        """A fresh id for a user item the client created without naming it (never one
+        of the items known: the client may have chosen it)."""
         self.user_items += 1
+        while f"item_user_c{self.user_items}" in self.items:
+            self.user_items += 1
         return f"item_user_c{self.user_items}"
 
     @property
@@ -165,11 +189,28 @@ class DialectState:
         previous = known[1] if known is not None else self.last_item_id
         self.items[item_id] = (item, previous)
         self.items.move_to_end(item_id)
+        size = text_chars(item)
+        self.remembered_chars += size - self.item_sizes.get(item_id, 0)
+        self.item_sizes[item_id] = size
         if known is None:
             self.last_item_id = item_id
         if response_id is not None:
             self.item_responses[item_id] = response_id
-        while len(self.items) > MAX_REMEMBERED_ITEMS:
+        while len(self.items) > MAX_REMEMBERED_ITEMS or (
+            self.remembered_chars > MAX_REMEMBERED_CHARS and len(self.items) > 1
+        ):
             old, _ = self.items.popitem(last=False)
             self.item_responses.pop(old, None)
+            self.remembered_chars -= self.item_sizes.pop(old, 0)
         return previous
+
+
+def text_chars(value: Any) -> int:
+    """The characters of every string in a JSON-like ``value`` (an item is a few levels)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(len(key) + text_chars(inner) for key, inner in value.items())
+    if isinstance(value, list):
+        return sum(text_chars(inner) for inner in value)
+    return 0

@@ -222,7 +222,7 @@ def test_native_request_ids_are_the_clients_or_unique_in_the_session() -> None:
     # A second "a" while the first is pending gets an id of the dialect's.
     assert ids == ["a", "rt_1", "rt_2"]
     resumed = voice_state()
-    resumed.connection_tag = "beef_"
+    resumed.connection_tag = "beef"
     (create,) = natives(translate_client_event(resumed, {"type": "response.create"}))
     # A resumed connection's ids never repeat an earlier connection's (the core refuses
     # a request id it has seen).

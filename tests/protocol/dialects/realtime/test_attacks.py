@@ -1,0 +1,50 @@
+"""Attacks on the Realtime translation, without an event loop: ids a client chooses
+that collide with the ids the dialect makes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.dialects.realtime.client_events import translate_client_event
+from protocol.dialects.realtime.server_events import translate_event
+from tests.protocol.dialects.realtime.scenarios import TEXT_TURN, text_state, voice_state
+
+
+def user_item(item_id: str | None = None) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": "hi"}],
+    }
+    if item_id is not None:
+        item["id"] = item_id
+    return {"type": "conversation.item.create", "item": item}
+
+
+def test_an_item_id_the_dialect_makes_never_repeats_one_the_client_chose() -> None:
+    """A client may name its items; the dialect names the others ``item_user_c<n>``.
+    Two items of one conversation must never share an id (``retrieve``, ``truncate``
+    and ``previous_item_id`` name items by id)."""
+    state = voice_state()
+    chosen = translate_client_event(state, user_item("item_user_c1")).replies
+    made = translate_client_event(state, user_item()).replies
+    assert made[0]["type"] == "conversation.item.added"
+    # Refused, or given: either way no two items share the id.
+    if chosen[0]["type"] == "conversation.item.added":
+        assert made[0]["item"]["id"] != chosen[0]["item"]["id"]
+    else:
+        assert chosen[0]["error"]["param"] == "item.id"
+
+
+def test_a_client_item_id_never_names_an_assistant_item_too() -> None:
+    """Assistant items are named ``item_<response id>_<n>``; a client that names its
+    own item ``item_resp_1_0`` first must not end with two items of that id (the
+    assistant's would replace the client's in ``retrieve`` and be ``truncate``d as it)."""
+    state = text_state()
+    created = translate_client_event(state, user_item("item_resp_1_0")).replies
+    ids = [created[0]["item"]["id"]] if created[0]["type"] == "conversation.item.added" else []
+    for message in TEXT_TURN:
+        for out in translate_event(state, message):
+            if out["type"] == "conversation.item.added":
+                ids.append(out["item"]["id"])
+    assert len(ids) == len(set(ids)), ids

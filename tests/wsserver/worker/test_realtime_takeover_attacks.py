@@ -1,0 +1,134 @@
+"""A Realtime session resumed on another worker through Redis (the takeover in
+session_manager loads the whole stored log to rebuild the translation from): cut
+inside an answer longer than the stored log holds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from tests.processes import WorkerProcess
+from tests.redis_server import RedisServer
+from wsserver.frontdoor.api_keys import key_line, new_api_key
+from wsserver.store.redis_layout import session_keys
+
+REALTIME = "/v1/realtime?model=m"
+USER_ITEM = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+
+
+class Pair:
+    """Two workers on one Redis store, a key for both."""
+
+    def __init__(self, a: WorkerProcess, b: WorkerProcess, key: str, redis_url: str) -> None:
+        self.a, self.b, self.key, self.redis_url = a, b, key, redis_url
+
+    async def connect(self, worker: WorkerProcess, **headers: str) -> ClientConnection:
+        return await connect(
+            worker.url + REALTIME,
+            additional_headers={"Authorization": f"Bearer {self.key}", **headers},
+            compression=None,
+        )
+
+
+@pytest.fixture(scope="module")
+def pair(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    """Answers of 60 tokens at 60 a second; replay buffer and stored log of 32 events."""
+    redis_server.flush()
+    key = new_api_key()
+    keys = tmp_path_factory.mktemp("realtime-takeover") / "keys"
+    keys.write_text(key_line("alice", key) + "\n")
+    flags = ("--store", redis_server.url, "--api-keys-file", str(keys), "--store-flush-ms", "5")
+    flags += ("--answer-tokens", "60", "--decode-rate", "60", "--replay-max-events", "32")
+    a = WorkerProcess(*flags, name="rt-takeover-a").start()
+    b = WorkerProcess(*flags, name="rt-takeover-b").start()
+    try:
+        yield Pair(a, b, key, redis_server.url)
+    finally:
+        a.stop()
+        b.stop()
+        for worker in (a, b):
+            assert "Traceback" not in "".join(worker.lines), "".join(worker.lines)[-5000:]
+
+
+async def receive(ws: ClientConnection) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(await asyncio.wait_for(ws.recv(), 10))
+    return event
+
+
+async def ask(ws: ClientConnection) -> None:
+    text_only = {"type": "session.update", "session": {"output_modalities": ["text"]}}
+    await ws.send(json.dumps(text_only))
+    await ws.send(json.dumps({"type": "conversation.item.create", "item": USER_ITEM}))
+    await ws.send(json.dumps({"type": "response.create"}))
+
+
+def text_of(events: list[dict[str, Any]]) -> str:
+    return "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+
+
+async def stored(pair: Pair, session_id: str, seq: int) -> None:
+    """Wait until the old owner's batched writes hold event ``seq``."""
+    log = session_keys(session_id)[1]
+    store = aioredis.from_url(pair.redis_url)
+    try:
+        deadline = time.monotonic() + 10
+        while not await store.xrange(log, min=f"{seq}-0", max="+", count=1):
+            assert time.monotonic() < deadline, "the old owner never stored the event"
+            await asyncio.sleep(0.02)
+    finally:
+        await store.aclose()
+
+
+async def test_a_long_answer_cut_and_resumed_on_another_worker_is_whole_or_refused(
+    pair: Pair,
+) -> None:
+    """The answer is longer than the stored log: the new owner's rebuild starts inside
+    it, where no response is known. Either the resume is refused (as on the same
+    worker: ``replay_unavailable``) or the client gets the answer whole, nothing twice."""
+    ws = await pair.connect(pair.a)
+    await receive(ws)
+    await receive(ws)
+    await ask(ws)
+    uncut: list[dict[str, Any]] = []
+    while not uncut or uncut[-1]["type"] != "response.done":
+        uncut.append(await receive(ws))
+    await ws.close()
+
+    ws = await pair.connect(pair.a)
+    created = await receive(ws)
+    seen = [created, await receive(ws)]
+    await ask(ws)
+    while sum(e["type"] == "response.output_text.delta" for e in seen) < 50:
+        seen.append(await receive(ws))
+    ws.transport.abort()
+    session_id = created["resume"]["session_id"]
+    last = seen[-1]["event_id"]
+    await stored(pair, session_id, int(last.split("_")[1]))
+    resume = {
+        "X-Wsserver-Session": session_id,
+        "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+        "X-Wsserver-Last-Event-Id": last,
+    }
+    moved = await pair.connect(pair.b, **resume)
+    rest: list[dict[str, Any]] = []
+    try:
+        while not rest or rest[-1]["type"] not in ("response.done", "error"):
+            rest.append(await receive(moved))
+    except ConnectionClosed:
+        pass
+    await moved.close()
+    if rest and rest[-1]["type"] == "error":
+        assert rest[-1]["error"]["code"] == "replay_unavailable", rest[-1]
+        return
+    ids = [e["event_id"] for e in seen + rest]
+    assert len(ids) == len(set(ids)), "an event was sent twice"
+    assert [e["type"] for e in seen + rest].count("response.done") == 1
+    assert text_of(seen + rest) == text_of(uncut)
