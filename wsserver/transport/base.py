@@ -55,6 +55,9 @@ class SessionEndpoint(Protocol):
         """The session's state (a dialect's resume reads its replay buffer)."""
         ...
 
+    transport: Transport | None
+    """The connection the session is live on, if any."""
+
     @property
     def has_unsent(self) -> bool:
         """Whether events wait in the outbox for the writer."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-from collections import OrderedDict
 from dataclasses import asdict
 from typing import Any
 
@@ -55,7 +54,8 @@ from protocol.events import Event
 from protocol.messages import Ack, AudioSettings, SessionResume, SessionSettings, SessionStart
 from protocol.session.inputs import Departure
 from wsserver.frontdoor.principal_limits import message_allowance
-from wsserver.transport.base import ConnectionHost
+from wsserver.transport.base import ConnectionHost, SessionEndpoint
+from wsserver.transport.realtime_configs import KEPT_CONFIGS
 from wsserver.transport.websocket import Connection
 
 log = logging.getLogger(__name__)
@@ -71,47 +71,10 @@ MIN_CHUNK_BYTES = SAMPLE_RATE * 2 // 100
 RETRYABLE_REFUSALS = frozenset({"store_unavailable"})
 """Refused resumes worth retrying: closed 1013 (the SDK reconnects); others 1008."""
 
-MAX_KEPT_CONFIGS = 16384
 
 MAX_QUEUED_ANSWERS = 4096
 """Unsent connection messages (the dialect's answers, errors) before a close 4000: the
 outbox bounds session events only, and every client event can queue an answer."""
-
-
-class KeptConfigs:
-    """Each Realtime session's settings as its client last set them, by session id.
-
-    A resumed connection takes what the native session holds (instructions, tools,
-    modalities, turn detection) from the session itself, wherever it resumes; what
-    only the dialect knows (voice, model, transcription model, the session's
-    ``max_output_tokens``) is found here on the same worker, and is the default on
-    another. Bounded, the oldest forgotten first.
-    """
-
-    def __init__(self, limit: int = MAX_KEPT_CONFIGS) -> None:
-        self.limit = limit
-        self._configs: OrderedDict[str, SessionConfig] = OrderedDict()
-
-    def keep(self, config: SessionConfig) -> None:
-        """Remember ``config`` for its session, less what the native session holds.
-
-        A resume reads instructions and tools from the session itself; kept here they
-        would be up to ~100 KB of instructions and 128 tools per entry, for 16384
-        sessions, ended or not.
-        """
-        config = config.updated(instructions="", tools=())
-        self._configs[config.session_id] = config
-        self._configs.move_to_end(config.session_id)
-        while len(self._configs) > self.limit:
-            self._configs.popitem(last=False)
-
-    def get(self, session_id: str) -> SessionConfig | None:
-        """The settings kept for ``session_id``, if any."""
-        return self._configs.get(session_id)
-
-
-KEPT_CONFIGS = KeptConfigs()
-"""One per worker process: resumes land on the worker that holds the session."""
 
 
 class RealtimeConnection(Connection):
@@ -209,9 +172,7 @@ class RealtimeConnection(Connection):
             session_id = str(message["session_id"])
             config = SessionConfig(session_id, self.model)
             if message.get("resumed") and self.runtime is not None:
-                config = with_native_settings(
-                    KEPT_CONFIGS.get(session_id) or config, self._native_settings()
-                )
+                config = self._resumed_config(self.runtime)
             self.dialect = DialectState(config)
             if message.get("resumed"):
                 self.dialect.connection_tag = secrets.token_hex(4)
@@ -227,17 +188,17 @@ class RealtimeConnection(Connection):
             else:
                 super().send_control(self._error(code, text))
 
-    def _native_settings(self) -> dict[str, Any]:
-        """What the native session holds in force (read on resume, on any worker)."""
-        runtime = self.runtime
-        if runtime is None:
-            return {}
+    def _resumed_config(self, runtime: SessionEndpoint) -> SessionConfig:
+        """The settings of a resumed session: what the native session holds in force
+        (on any worker), and what only the dialect knows where this worker kept it."""
         session = runtime.session
-        return {
+        native = {
             "instructions": session.conversation.instructions or "",
             "tools": list(session.tools.tools.values()),
             "audio": session.audio,
         }
+        sid = runtime.session_id
+        return with_native_settings(KEPT_CONFIGS.get(sid) or SessionConfig(sid, self.model), native)
 
     def _error(self, code: Any, text: str, *, server: bool = False) -> dict[str, Any]:
         counter = self.dialect.next_connection_event_id() if self.dialect else "event_0_0_c0"
@@ -297,6 +258,38 @@ class RealtimeConnection(Connection):
 
     # -- numbered native events → Realtime -------------------------------
 
+    def vet_resume(self, runtime: SessionEndpoint) -> bool:
+        """Refuse a resume the translation cannot serve before it replaces the session's
+        live connection (that one goes on serving; the session is left as it was)."""
+        refusal = self._resume_refusal(runtime) if self._resume is not None else None
+        if refusal is None or runtime.transport is None:
+            return True  # a session nobody holds is refused after binding (start_replay)
+        self._resume = None
+        self._refuse(*refusal)
+        return False
+
+    def _resume_refusal(self, runtime: SessionEndpoint) -> tuple[str, str] | None:
+        """Why the resume asked for cannot be served from the session's replay, if so."""
+        request = self._resume
+        if request is None:
+            return None
+        config = self.dialect.config if self.dialect else self._resumed_config(runtime)
+        history = runtime.session.replay_after(runtime.acked_seq)
+        first = history[0] if history else None
+        try:
+            if first is not None and first.response_id and first.type != "response.created":
+                # Taken over from a stored log trimmed inside a response: no quiet point
+                # to rebuild from (the same worker refuses this as replay_unavailable too).
+                raise ResumeRefused(ErrorCode.REPLAY_UNAVAILABLE, "the replay starts mid-answer")
+            check_seen(
+                DialectState(config), (event.to_message() for event in history), request.seen
+            )
+        except ResumeRequestInvalid as invalid:
+            return invalid.code, invalid.message
+        except ResumeRefused as refused:
+            return refused.code.value, refused.message
+        return None
+
     def start_replay(self, events: list[Event]) -> None:
         """Rebuild the translation from the last quiet point, then replay what was missed.
 
@@ -304,29 +297,19 @@ class RealtimeConnection(Connection):
         needs those from the acked point (the last quiet point one response back).
         """
         request, runtime, dialect = self._resume, self.runtime, self.dialect
-        self._resume = None
         if request is None or runtime is None or dialect is None:
+            self._resume = None
             super().start_replay(events)
             return
-        try:
-            history = runtime.session.replay_after(runtime.acked_seq)
-            first = history[0] if history else None
-            if first is not None and first.response_id and first.type != "response.created":
-                # Taken over from a stored log trimmed inside a response: no quiet point
-                # to rebuild from (the same worker refuses this as replay_unavailable too).
-                raise ResumeRefused(ErrorCode.REPLAY_UNAVAILABLE, "the replay starts mid-answer")
-            check_seen(
-                DialectState(dialect.config),
-                (event.to_message() for event in history),
-                request.seen,
-            )
-        except (ResumeRefused, ResumeRequestInvalid) as refused:
+        refusal = self._resume_refusal(runtime)
+        self._resume = None
+        if refusal is not None:
             # Attached already: leave the session resumable as it was, refuse this one.
-            code = refused.code if isinstance(refused, ResumeRequestInvalid) else refused.code.value
             self.runtime = None
             runtime.detach(self, Departure.LOST, reason="resume_refused")
-            self._refuse(code, refused.message)
+            self._refuse(*refusal)
             return
+        history = runtime.session.replay_after(runtime.acked_seq)
         self._skip_to = request.seen
         if request.seen is not None:
             dialect.written = (request.seen.seq, request.seen.index)

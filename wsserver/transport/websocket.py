@@ -20,7 +20,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from protocol.audio_frame import is_audio_frame
-from protocol.codes import CLOSE_CODES, CloseCode, Disposition, ErrorCode
+from protocol.codes import CLOSE_CODES, CloseCode, ErrorCode
 from protocol.encoding import codec_for
 from protocol.errors import ProtocolViolation
 from protocol.event_repair import EventNotEncodable, void_event
@@ -37,9 +37,9 @@ from protocol.messages import (
     SessionStart,
     parse_client_message,
 )
-from protocol.session.inputs import Departure
 from wsserver.frontdoor.token_bucket import TokenBucket
 from wsserver.transport.base import ConnectionHost, SessionEndpoint, departure_for
+from wsserver.transport.close_handshake import departure_of
 
 if TYPE_CHECKING:
     from wsserver.frontdoor.quotas import ConnectionQuota
@@ -112,6 +112,11 @@ class Connection:
         """Queue a connection-level message (ahead of session events)."""
         self._control.append(message)
         self.wake()
+
+    def vet_resume(self, runtime: SessionEndpoint) -> bool:
+        """Whether a resume the session accepted goes on (a dialect may refuse it here,
+        before it replaces the session's live connection)."""
+        return True
 
     def start_replay(self, events: list[Event]) -> None:
         """Queue events a resuming client missed."""
@@ -189,28 +194,8 @@ class Connection:
             runtime = self.runtime
             self.runtime = None
             if runtime is not None:
-                departure, reason = self._departure()
+                departure, reason = departure_of(self.ws.protocol)
                 runtime.detach(self, departure, reason=reason)
-
-    def _departure(self) -> tuple[Departure, str]:
-        """Classify how the connection ended from the closing handshake."""
-        protocol = self.ws.protocol
-        sent, rcvd = protocol.close_sent, protocol.close_rcvd
-        if sent is not None and (rcvd is None or not protocol.close_rcvd_then_sent):
-            # The server (or the websockets library for us, e.g. 1009) started the close.
-            info = CLOSE_CODES.get(sent.code)
-            if info is not None and info.disposition is Disposition.TERMINAL:
-                return Departure.ENDED, info.name
-            return Departure.LOST, "connection_lost"
-        if rcvd is not None:
-            if rcvd.code == CloseCode.NORMAL:
-                return Departure.ENDED, "client_closed"
-            if rcvd.code == CloseCode.GOING_AWAY:
-                # A browser sends 1001 by itself when its page unloads or reloads: the
-                # page comes back for the answer, as after a drop.
-                return Departure.LOST, "connection_lost"
-            return Departure.CLOSED_RESUMABLE, "client_closed"
-        return Departure.LOST, "connection_lost"
 
     def _no_handshake(self) -> None:
         if self.runtime is None and not self._closing:

@@ -85,6 +85,8 @@ async def resume_session(
         violation.request_id = violation.request_id or message.id
         connection.reject(violation)
         return
+    if not connection.vet_resume(runtime):
+        return  # refused by the connection's dialect; the session is left as it was
     previous = runtime.transport
     if previous is not None:
         # The old socket is half-open or obsolete; the newest connection wins.

@@ -139,13 +139,13 @@ class DialectState:
 
     def send_request(self, request: PendingRequest) -> str:
         """Remember ``request`` until answered; the native id to send it with."""
-        native_id = request.client_event_id
-        if native_id is None or native_id in self.pending:
-            # Unique in the session (the tag differs per connection): the core takes a
-            # request id once; a client's own event_id keeps its replays idempotent.
-            self.requests_sent += 1
-            tag = self.connection_tag + "_" if self.connection_tag else ""
-            native_id = f"rt_{tag}{self.requests_sent}"
+        # Always the dialect's own, unique in the session (the tag differs per
+        # connection): the core refuses a request id it has seen, and a Realtime
+        # event_id is only a label (a client may number its events anew after a
+        # reconnect). Errors name the client's event_id again (``answered``).
+        self.requests_sent += 1
+        tag = self.connection_tag + "_" if self.connection_tag else ""
+        native_id = f"rt_{tag}{self.requests_sent}"
         self.pending[native_id] = request
         while len(self.pending) > MAX_PENDING_REQUESTS:
             self.pending.popitem(last=False)

@@ -154,11 +154,11 @@ def test_response_create_cancel_and_output_audio_clear() -> None:
     }
     assert natives(translate_client_event(state, create)) == [
         native.ResponseCreate(
-            type="response.create", id="r1", max_output_tokens=50, audio_output=False
+            type="response.create", id="rt_1", max_output_tokens=50, audio_output=False
         )
     ]
     assert natives(translate_client_event(state, {"type": "response.create"})) == [
-        native.ResponseCreate(type="response.create", id="rt_1")
+        native.ResponseCreate(type="response.create", id="rt_2")
     ]
     cancel = {"type": "response.cancel", "response_id": "resp_1"}
     assert natives(translate_client_event(state, cancel)) == [

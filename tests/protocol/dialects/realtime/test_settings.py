@@ -49,7 +49,7 @@ def test_session_update_is_one_native_update_applied_when_the_core_answers() -> 
     assert natives(out) == [
         native.SessionUpdate(
             type="session.update",
-            id="s1",
+            id="rt_1",
             tools=[tool],
             instructions="Be brief.",
             audio=native.AudioSettings(sample_rate=24000, output=False, turn_detection=detection),
@@ -107,7 +107,7 @@ def test_a_session_update_the_core_refuses_is_an_error_and_changes_nothing() -> 
         "seq": 3,
         "code": "invalid_field",
         "message": "no",
-        "request_id": "s7",
+        "request_id": "rt_1",
     }
     (error,) = translate_event(state, refused)
     assert error["error"]["event_id"] == "s7"
@@ -176,14 +176,14 @@ def test_response_create_overrides_become_the_native_ones_and_show_in_the_respon
     assert natives(translate_client_event(state, create)) == [
         native.ResponseCreate(
             type="response.create",
-            id="r9",
+            id="rt_1",
             max_output_tokens=20,
             instructions="Answer in French.",
             tools=[native.ToolSpec(name="lookup", description="find")],
             audio_output=False,
         )
     ]
-    created = {"type": "response.created", "seq": 1, "response_id": "resp_1", "request_id": "r9"}
+    created = {"type": "response.created", "seq": 1, "response_id": "resp_1", "request_id": "rt_1"}
     (event,) = translate_event(state, created)
     assert event["response"]["output_modalities"] == ["text"]
     assert event["response"]["max_output_tokens"] == 20
@@ -204,14 +204,14 @@ def test_a_refused_response_create_error_names_the_clients_event_id() -> None:
         "seq": 1,
         "code": "nothing_to_answer",
         "message": "add a user turn",
-        "request_id": "r5",
+        "request_id": "rt_1",
     }
     (error,) = translate_event(state, refused)
     assert (error["error"]["code"], error["error"]["event_id"]) == ("nothing_to_answer", "r5")
     assert state.pending == {}
 
 
-def test_native_request_ids_are_the_clients_or_unique_in_the_session() -> None:
+def test_native_request_ids_are_the_dialects_and_unique_in_the_session() -> None:
     state = voice_state()
     ids = []
     for event_id in ("a", "a", None):
@@ -219,8 +219,8 @@ def test_native_request_ids_are_the_clients_or_unique_in_the_session() -> None:
         if event_id is not None:
             event["event_id"] = event_id
         ids.extend(message.id for message in natives(translate_client_event(state, event)))
-    # A second "a" while the first is pending gets an id of the dialect's.
-    assert ids == ["a", "rt_1", "rt_2"]
+    # Never the client's event_id (a label it may use again): the dialect's own.
+    assert ids == ["rt_1", "rt_2", "rt_3"]
     resumed = voice_state()
     resumed.connection_tag = "beef"
     (create,) = natives(translate_client_event(resumed, {"type": "response.create"}))
@@ -266,8 +266,8 @@ def test_an_error_for_a_request_sent_with_the_dialects_id_names_the_clients() ->
         "seq": 1,
         "code": "response_in_progress",
         "message": "a response is running",
-        "request_id": "rt_1",  # the second "a": sent with an id of the dialect's
+        "request_id": "rt_2",  # the second "a", sent with an id of the dialect's
     }
     (error,) = translate_event(state, refused)
     assert error["error"]["event_id"] == "a"
-    assert list(state.pending) == ["a"]
+    assert list(state.pending) == ["rt_1"]
