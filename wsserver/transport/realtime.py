@@ -174,6 +174,8 @@ class RealtimeConnection(Connection):
             if message.get("resumed") and self.runtime is not None:
                 config = self._resumed_config(self.runtime)
             self.dialect = DialectState(config)
+            if self.runtime is not None:
+                self.dialect.max_input_chars = self.runtime.session.limits.max_input_chars
             if message.get("resumed"):
                 self.dialect.connection_tag = secrets.token_hex(4)
             if not message.get("resumed"):
@@ -338,6 +340,8 @@ class RealtimeConnection(Connection):
             await self._send(self._encode_control(out))
             if out["type"] == "response.done":
                 await self._send(self._encode_control(self._rate_limits(dialect)))
+        for reply in dialect.take_ready_replies():
+            await self._send(self._encode_control(reply))
         if event.type == "session.updated":
             self.keep_config()
         elif event.type == "response.done" and dialect.quiet:

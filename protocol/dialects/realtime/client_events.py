@@ -160,26 +160,42 @@ def _item_create(state: DialectState, event: rt.ItemCreate, eid: str | None) -> 
         if item.call_id is None or item.output is None:
             missing = "item.call_id" if item.call_id is None else "item.output"
             raise DialectError("missing_required_parameter", f"missing '{missing}'", param=missing)
-        message: NativeInput = native.ToolResult(
-            type="tool.result", id=eid, call_id=item.call_id, output=_tool_output(item.output)
-        )
         obj = function_call_output_item(item_id, item.call_id, item.output)
-    elif item.type == "message" and item.role == "user":
-        text = _user_text(item)
-        message = native.InputText(type="input.text", id=eid, text=text)
-        obj = user_text_item(item_id, text)
-    else:
+        # Reported added once the ledger applied it (tool.result.accepted): an output
+        # for no such call gets the error alone.
+        pending = PendingRequest(eid, output_item=obj, call_id=item.call_id)
+        native_id = state.send_output(pending)
+        result = native.ToolResult(
+            type="tool.result", id=native_id, call_id=item.call_id, output=_tool_output(item.output)
+        )
+        return Translation((result,))
+    if item.type != "message" or item.role != "user":
         kind = item.type if item.type != "message" else f"{item.role} message"
         raise DialectError(
             "unsupported_item", f"creating a {kind} item is not supported", param="item.type"
         )
+    text = _user_text(item)
+    if len(text) > state.max_input_chars:
+        # The core's own bound, checked here so that a refused item is never reported.
+        raise DialectError(
+            "input_too_long",
+            f"input has {len(text)} characters, the limit is {state.max_input_chars}",
+            param="item.content",
+        )
+    native_id = state.send_request(PendingRequest(eid))
+    message = native.InputText(type="input.text", id=native_id, text=text)
+    obj = user_text_item(item_id, text)
+    return Translation((message,), item_replies(state, obj))
+
+
+def item_replies(state: DialectState, obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """``conversation.item.added`` and ``done`` for an item the client created."""
     previous = state.remember(obj)
-    replies = [
+    return [
         {"type": kind, "event_id": state.next_connection_event_id(), "previous_item_id": previous}
         | {"item": obj}
         for kind in ("conversation.item.added", "conversation.item.done")
     ]
-    return Translation((message,), replies)
 
 
 def _user_text(item: rt.Item) -> str:

@@ -323,6 +323,8 @@ def _error(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
         request_id = request.client_event_id
         if request.patch is not None:
             settle_update(state, None)
+        if request.call_id is not None:
+            state.pending_outputs.pop(request.call_id, None)
     event = error_event(
         "",
         error_type=SERVER_ERROR if code == "internal_error" else INVALID_REQUEST,
@@ -331,6 +333,21 @@ def _error(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
         client_event_id=request_id if isinstance(request_id, str) else None,
     )
     return [event]
+
+
+def _result_accepted(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
+    # The client's function_call_output is in the conversation now: its item is
+    # reported (connection events, as for every item a client creates; not replayed).
+    call_id = message.get("call_id")
+    native_id = state.pending_outputs.pop(call_id, None) if isinstance(call_id, str) else None
+    request = state.answered(native_id)
+    if request is not None and request.output_item is not None and not message.get("duplicate"):
+        previous = state.remember(request.output_item)
+        state.ready_replies.extend(
+            {"type": kind, "previous_item_id": previous, "item": request.output_item}
+            for kind in ("conversation.item.added", "conversation.item.done")
+        )
+    return []
 
 
 def _content_event(kind: str, response: ResponseState, item: OutputItem) -> RealtimeEvent:
@@ -363,7 +380,8 @@ _TRANSLATORS: dict[str, Translator] = {
     "input_audio.cleared": _cleared,
     "input_audio.transcript": _transcript,
     "error": _error,
+    "tool.result.accepted": _result_accepted,
 }
-"""Every native session event with a Realtime counterpart. ``tool.result.accepted``
-and ``response.tool_call.closed`` have none: the dialect answers
-``conversation.item.create`` itself."""
+"""Every native session event with a Realtime counterpart (``tool.result.accepted``
+makes the dialect's own answer to a ``function_call_output`` ready, and
+``response.tool_call.closed`` has none)."""

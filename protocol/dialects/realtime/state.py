@@ -64,6 +64,9 @@ class PendingRequest:
     max_output_tokens: int | Literal["inf"] | None = None
     size: int = 0
     """The characters of text the patch holds (what :data:`MAX_PENDING_UPDATE_CHARS` counts)."""
+    output_item: dict[str, Any] | None = None
+    """``function_call_output``: the item, reported added when the core applied it."""
+    call_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -105,6 +108,12 @@ class DialectState:
     pending: OrderedDict[str, PendingRequest] = field(default_factory=OrderedDict)
     """Native request id → what the translation needs of its answer."""
     requests_sent: int = 0
+    pending_outputs: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    """Call id → the native id of the ``tool.result`` sent for it, until applied."""
+    ready_replies: list[dict[str, Any]] = field(default_factory=list)
+    """Answers to client events that a session event made ready (sent after it)."""
+    max_input_chars: int = 100_000
+    """The session's bound on a user text (checked before an item is reported)."""
     max_append_bytes: int = MAX_APPEND_BYTES
     responses: dict[str, ResponseState] = field(default_factory=dict)
     items: OrderedDict[str, tuple[dict[str, Any], str | None]] = field(default_factory=OrderedDict)
@@ -150,6 +159,25 @@ class DialectState:
         while len(self.pending) > MAX_PENDING_REQUESTS:
             self.pending.popitem(last=False)
         return native_id
+
+    def send_output(self, request: PendingRequest) -> str:
+        """:meth:`send_request` for a ``function_call_output``, found again by call id."""
+        native_id = self.send_request(request)
+        assert request.call_id is not None
+        self.pending_outputs[request.call_id] = native_id
+        self.pending_outputs.move_to_end(request.call_id)
+        while len(self.pending_outputs) > MAX_PENDING_REQUESTS:
+            self.pending_outputs.popitem(last=False)
+        return native_id
+
+    def take_ready_replies(self) -> list[dict[str, Any]]:
+        """The answers made ready since the last call, handed over once, with their ids
+        (connection events that follow the session event written last)."""
+        replies, self.ready_replies = self.ready_replies, []
+        return [
+            {"type": reply["type"], "event_id": self.next_connection_event_id()} | reply
+            for reply in replies
+        ]
 
     @property
     def pending_update_chars(self) -> int:

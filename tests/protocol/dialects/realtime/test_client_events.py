@@ -64,7 +64,8 @@ def test_user_text_item_becomes_input_text_and_is_answered_added_then_done() -> 
             },
         },
     )
-    assert natives(out) == [native.InputText(type="input.text", id="c1", text="Hi there")]
+    # The native request id is the dialect's own (an error names "c1" again).
+    assert natives(out) == [native.InputText(type="input.text", id="rt_1", text="Hi there")]
     item = {
         "id": "item_user_c1",
         "object": "realtime.item",
@@ -108,12 +109,20 @@ def test_function_call_output_becomes_a_tool_result_with_its_json_output() -> No
         },
     )
     assert natives(out) == [
-        native.ToolResult(type="tool.result", call_id="call_1", output={"ok": True})
+        native.ToolResult(type="tool.result", id="rt_1", call_id="call_1", output={"ok": True})
     ]
-    assert [reply["type"] for reply in out.replies] == [
+    # Reported only once the session applied it (an output for no such call gets
+    # the error alone).
+    assert out.replies == []
+    assert (
+        translate_event(state, {"type": "tool.result.accepted", "seq": 1, "call_id": "call_1"})
+        == []
+    )
+    assert [reply["type"] for reply in state.take_ready_replies()] == [
         "conversation.item.added",
         "conversation.item.done",
     ]
+    assert state.take_ready_replies() == []
     plain = translate_client_event(
         state,
         {
@@ -122,7 +131,7 @@ def test_function_call_output_becomes_a_tool_result_with_its_json_output() -> No
         },
     )
     assert natives(plain) == [
-        native.ToolResult(type="tool.result", call_id="call_2", output="sunny")
+        native.ToolResult(type="tool.result", id="rt_2", call_id="call_2", output="sunny")
     ]
 
 
@@ -372,7 +381,14 @@ def test_the_dialects_own_answers_match_their_golden_events() -> None:
     state = voice_state()
     replies = [session_created(state, RESUME_TOKEN), conversation_created(state)]
     for event in CLIENT_EVENTS:
-        replies.extend(translate_client_event(state, event).replies)
+        translation = translate_client_event(state, event)
+        replies.extend(translation.replies)
+        for message in translation.native:
+            if isinstance(message, native.ToolResult):
+                # The ledger applied it: the item is reported added now.
+                accepted = {"type": "tool.result.accepted", "seq": 1, "call_id": message.call_id}
+                assert translate_event(state, accepted | {"duplicate": False}) == []
+                replies.extend(state.take_ready_replies())
     replies.append(rate_limits_updated(state, RATE_LIMITS))
     replies.append(rate_limits_updated(state, []))
     lines = (GOLDEN / "client_replies.jsonl").read_text(encoding="utf-8").splitlines()

@@ -250,10 +250,10 @@ def test_a_tool_round_ends_its_response_and_the_next_create_answers() -> None:
     }
     # The output alone starts nothing (as in the Realtime API): one tool.result.
     assert natives(translate_client_event(state, output)) == [
-        native.ToolResult(type="tool.result", call_id="call_1", output={})
+        native.ToolResult(type="tool.result", id="rt_1", call_id="call_1", output={})
     ]
     assert natives(translate_client_event(state, {"type": "response.create"})) == [
-        native.ResponseCreate(type="response.create", id="rt_1")
+        native.ResponseCreate(type="response.create", id="rt_2")
     ]
 
 
