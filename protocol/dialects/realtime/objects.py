@@ -56,43 +56,25 @@ def part_object(item: OutputItem) -> dict[str, Any]:
 
 def user_text_item(item_id: str, text: str) -> dict[str, Any]:
     """A user message item holding text."""
-    return {
-        "id": item_id,
-        "object": ITEM_OBJECT,
-        "type": "message",
-        "role": "user",
-        "status": "completed",
-        "content": [
-            {
-                "type": "input_text",
-                "text": text,
-                "audio": None,
-                "transcript": None,
-                "image_url": None,
-                "detail": None,
-            }
-        ],
-    }
+    return _user_item(
+        item_id, {"type": "input_text", "text": text, "audio": None, "transcript": None}
+    )
 
 
 def user_audio_item(item_id: str, transcript: str | None) -> dict[str, Any]:
     """A user message item holding a committed spoken turn (its audio is not echoed)."""
+    part = {"type": "input_audio", "audio": None, "transcript": transcript, "text": None}
+    return _user_item(item_id, part)
+
+
+def _user_item(item_id: str, part: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": item_id,
         "object": ITEM_OBJECT,
         "type": "message",
         "role": "user",
         "status": "completed",
-        "content": [
-            {
-                "type": "input_audio",
-                "audio": None,
-                "transcript": transcript,
-                "text": None,
-                "image_url": None,
-                "detail": None,
-            }
-        ],
+        "content": [part | {"image_url": None, "detail": None}],
     }
 
 

@@ -82,28 +82,25 @@ def finish_item(
 ) -> list[RealtimeEvent]:
     """``response.output_item.done`` and ``conversation.item.done`` of ``item``."""
     item.open = False
+    return _item_events(state, response, item, status, "done")
+
+
+def _added(state: DialectState, response: ResponseState, item: OutputItem) -> list[RealtimeEvent]:
+    return _item_events(state, response, item, "in_progress", "added")
+
+
+def _item_events(
+    state: DialectState, response: ResponseState, item: OutputItem, status: str, kind: str
+) -> list[RealtimeEvent]:
+    """``response.output_item.<kind>`` and ``conversation.item.<kind>`` of ``item``."""
     obj = output_item_object(item, status)
     previous = state.remember(obj, response.response_id)
     return [
         {
-            "type": "response.output_item.done",
+            "type": f"response.output_item.{kind}",
             "response_id": response.response_id,
             "output_index": item.output_index,
             "item": obj,
         },
-        {"type": "conversation.item.done", "previous_item_id": previous, "item": obj},
-    ]
-
-
-def _added(state: DialectState, response: ResponseState, item: OutputItem) -> list[RealtimeEvent]:
-    obj = output_item_object(item, "in_progress")
-    previous = state.remember(obj, response.response_id)
-    return [
-        {
-            "type": "response.output_item.added",
-            "response_id": response.response_id,
-            "output_index": item.output_index,
-            "item": obj,
-        },
-        {"type": "conversation.item.added", "previous_item_id": previous, "item": obj},
+        {"type": f"conversation.item.{kind}", "previous_item_id": previous, "item": obj},
     ]
