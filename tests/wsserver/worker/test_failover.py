@@ -24,7 +24,7 @@ PROMPT = "tell me about failover"
 # No test here sends SIGTERM: a short drain keeps teardown from waiting out the default
 # 25 s (and being killed at 10 s) for a response that waits on a tool result.
 FAST = (
-    *("--decode-rate", "100", "--answer-tokens", "300", "--store-flush-ms", "5"),
+    *("--decode-rate", "200", "--answer-tokens", "300", "--store-flush-ms", "5"),
     *("--drain-timeout", "0.5"),
 )
 
