@@ -21,7 +21,12 @@ from wsserver.store.base import StoreLimits
 from wsserver.store.selector import open_store
 
 PROMPT = "tell me about failover"
-FAST = ("--decode-rate", "100", "--answer-tokens", "300", "--store-flush-ms", "5")
+# No test here sends SIGTERM: a short drain keeps teardown from waiting out the default
+# 25 s (and being killed at 10 s) for a response that waits on a tool result.
+FAST = (
+    *("--decode-rate", "200", "--answer-tokens", "300", "--store-flush-ms", "5"),
+    *("--drain-timeout", "0.5"),
+)
 
 
 @pytest.fixture
