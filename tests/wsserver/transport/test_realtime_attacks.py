@@ -147,20 +147,21 @@ async def test_an_item_the_session_refuses_is_not_reported_added(served: Served)
 async def test_one_connection_cannot_make_the_worker_hold_its_items_unbounded(
     served: Served,
 ) -> None:
-    """The items kept for ``conversation.item.retrieve`` are bounded in count (256), not
-    in size: 100 function_call_output items of 800 KB each (refused by the session:
-    no such call) stay in the worker's memory while the connection lives."""
+    """The items kept for ``conversation.item.retrieve`` are bounded in count (256) and
+    in text (4 Mi characters): 250 user items at the input bound (100,000 characters
+    each, 25 MB) must not all stay in the worker's memory while the connection lives
+    (the conversation itself forgets past ``--history-max-chars``)."""
     ws = await served.connect()
     await until(ws, "conversation.created")
     await text_answer(ws)  # the worker's steady state before measuring
     before = served.rss_bytes()
-    for n in range(100):
-        output = f"{n:04d}" + "o" * 800_000
-        item = {"type": "function_call_output", "call_id": f"call_{n}", "output": output}
+    for n in range(250):
+        text = [{"type": "input_text", "text": f"{n:04d}" + "o" * 99_990}]
+        item = {"type": "message", "role": "user", "content": text}
         await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
-        await until(ws, "error")
+        await until(ws, "conversation.item.done")
     grown = served.rss_bytes() - before
-    assert grown < 40 * 1024 * 1024, f"the worker grew {grown // 2**20} MiB for one connection"
+    assert grown < 16 * 1024 * 1024, f"the worker grew {grown // 2**20} MiB for one connection"
     await ws.close()
 
 
