@@ -379,7 +379,9 @@ async def test_racing_results_apply_exactly_once(store: SessionStore) -> None:
 
 async def test_workers_racing_on_redis_apply_exactly_once(redis_url: str) -> None:
     # After a failover two workers (separate clients) may both get the re-sent result.
-    first, second = RedisSessionStore(redis_url, LIMITS), RedisSessionStore(redis_url, LIMITS)
+    # Forty connections open at once: a connect timeout far above the 0.5 s default, so a
+    # loaded machine (parallel test processes) cannot fail the race for the wrong reason.
+    first, second = (RedisSessionStore(redis_url, LIMITS, timeout=10) for _ in range(2))
     try:
         await first.create(_record())
         await first.add_tool_calls("s1", [_call("c1")])
