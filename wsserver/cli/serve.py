@@ -108,6 +108,9 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
         f"engine: {settings.engine}{_speech(settings)})",
         flush=True,
     )
+    if server.http.serves_demo_page:
+        page = url.replace("ws", "http", 1)
+        print(f"demo page: {page}/demo/ (open it in a browser)", flush=True)
     stop = asyncio.Event()
     force = asyncio.Event()
 

@@ -78,6 +78,11 @@ class HttpEndpoints:
         )
         """The browser demo page (``/demo/``), when the settings serve it."""
 
+    @property
+    def serves_demo_page(self) -> bool:
+        """Whether ``/demo/`` is served (the settings and the authentication decide)."""
+        return self._demo is not None
+
     async def process_request(
         self, connection: ServerConnection, request: Request
     ) -> Response | None:
@@ -98,7 +103,9 @@ class HttpEndpoints:
         # Counted before the credential is judged, so guessing keys is rate limited too.
         principal = found if isinstance(found, Principal) else None
         client = host.front_door_client(connection, request, principal)
-        demo = self._demo is not None and not upgrade and DemoPage.handles(path)
+        # Only a plain request: a botched upgrade to "/" gets its HTTP error, not the page.
+        plain = not headers.get_all("Upgrade")
+        demo = self._demo is not None and plain and DemoPage.handles(path)
         # The demo's token endpoint is for pages: the Origin allowlist applies to it too.
         origins = headers.get_all("Origin") if upgrade or demo else []
         refusal = host.front_door.handshake(client, origins)

@@ -19,7 +19,7 @@ from wsserver.store.base import StoreLimits
 ENV_PREFIX = "WSSERVER_"
 
 
-class Settings(FrontDoorSettings, DemoPageSettings):
+class Settings(DemoPageSettings, FrontDoorSettings):
     """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable.
 
     The authentication, admin and TLS fields come from :class:`FrontDoorSettings`, the

@@ -6,6 +6,7 @@ One browser and one worker for the module (each Chromium start costs seconds).""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,15 @@ from tests.wsserver.demo_page.browser import Relay, chromium, poll, spoken_turn_
 
 DOCS = Path(__file__).parents[3] / "docs"
 QUESTION = "tell me about websockets"
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: docs/ with WSSERVER_DEMO_SCREENSHOTS=1 (to refresh the README's),
+    else a temporary folder (a test run leaves the tree as it was)."""
+    if os.environ.get("WSSERVER_DEMO_SCREENSHOTS") == "1":
+        return DOCS
+    return tmp_path_factory.mktemp("screenshots")
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +111,7 @@ def whole_answer(browser: WebDriver, relay: Relay) -> str:
 
 
 def test_page_loads_and_a_text_answer_streams(
-    browser: WebDriver, relay: Relay, whole_answer: str
+    browser: WebDriver, relay: Relay, whole_answer: str, shots: Path
 ) -> None:
     ready_ms = browser.execute_script(
         "return performance.getEntriesByName('session.ready')[0].startTime"
@@ -113,7 +123,7 @@ def test_page_loads_and_a_text_answer_streams(
     text = browser.find_element(By.CSS_SELECTOR, "[data-response-id] .text").text
     assert text == whole_answer.strip()
     assert "generated" in browser.find_element(By.CSS_SELECTOR, "[data-response-id] .usage").text
-    browser.save_screenshot(str(DOCS / "demo-chat.png"))
+    browser.save_screenshot(str(shots / "demo-chat.png"))
 
 
 def test_network_cut_mid_answer_resumes_with_the_text_whole(
@@ -150,7 +160,7 @@ def test_reload_mid_answer_resumes_with_the_text_whole(
 
 
 def test_a_spoken_turn_is_answered_and_talking_over_the_answer_stops_it(
-    browser: WebDriver, relay: Relay
+    browser: WebDriver, relay: Relay, shots: Path
 ) -> None:
     fresh_page(browser, relay)
     browser.find_element(By.ID, "voice-toggle").click()
@@ -163,4 +173,4 @@ def test_a_spoken_turn_is_answered_and_talking_over_the_answer_stops_it(
         timeout=40,
     )
     assert "heard" in turn["usage"], "the server knew how much was played"
-    browser.save_screenshot(str(DOCS / "demo-voice.png"))
+    browser.save_screenshot(str(shots / "demo-voice.png"))
