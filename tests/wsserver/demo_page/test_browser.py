@@ -7,11 +7,13 @@ One browser and one worker for the module (each Chromium start costs seconds).""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
@@ -174,3 +176,17 @@ def test_a_spoken_turn_is_answered_and_talking_over_the_answer_stops_it(
     )
     assert "heard" in turn["usage"], "the server knew how much was played"
     browser.save_screenshot(str(shots / "demo-voice.png"))
+
+
+def test_push_to_talk_sends_one_turn_on_release(browser: WebDriver, relay: Relay) -> None:
+    fresh_page(browser, relay)
+    talk = browser.find_element(By.ID, "talk")
+    ActionChains(browser).click_and_hold(talk).perform()
+    poll("the microphone open", lambda: "held" in str(talk.get_attribute("class")))
+    time.sleep(4.5)  # the fake microphone says its sentence while the button is held
+    assert not answers(browser), "nothing is answered while the button is held"
+    ActionChains(browser).release(talk).perform()
+    turn = poll("the answer to the held turn", lambda: done(browser), timeout=30)
+    assert turn["status"] == "completed"
+    errors = browser.execute_script("return window.demo.probe.errors")
+    assert errors == [], errors
