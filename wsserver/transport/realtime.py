@@ -85,6 +85,7 @@ class RealtimeConnection(Connection):
         "_audio_seq",
         "_quiet_seq",
         "_resume",
+        "_resume_vetted",
         "_skip_to",
         "dialect",
         "model",
@@ -97,6 +98,8 @@ class RealtimeConnection(Connection):
         self._audio_seq = 0
         self._audio_rest = b""
         self._resume: ResumeRequest | None = None
+        self._resume_vetted = False
+        """The resume passed :meth:`vet_resume` (its replay need not be checked again)."""
         self._skip_to: EventPosition | None = None
         """Replayed events up to this one are the client's already: translated, not sent."""
         self._quiet_seq: int | None = None
@@ -264,6 +267,7 @@ class RealtimeConnection(Connection):
         """Refuse a resume the translation cannot serve before it replaces the session's
         live connection (that one goes on serving; the session is left as it was)."""
         refusal = self._resume_refusal(runtime) if self._resume is not None else None
+        self._resume_vetted = refusal is None
         if refusal is None or runtime.transport is None:
             return True  # a session nobody holds is refused after binding (start_replay)
         self._resume = None
@@ -303,7 +307,7 @@ class RealtimeConnection(Connection):
             self._resume = None
             super().start_replay(events)
             return
-        refusal = self._resume_refusal(runtime)
+        refusal = None if self._resume_vetted else self._resume_refusal(runtime)
         self._resume = None
         if refusal is not None:
             # Attached already: leave the session resumable as it was, refuse this one.

@@ -84,7 +84,7 @@ async def test_silent_connection_is_detected_by_heartbeats_and_resumed(
     start_server: StartServer,
 ) -> None:
     server = await start_server(
-        answer_tokens=300, decode_rate=100, heartbeat_interval=0.2, ping_interval=60
+        answer_tokens=300, decode_rate=300, heartbeat_interval=0.2, ping_interval=60
     )
     relay = ChoppingRelay(server.port, max_piece=4096)
     port = await relay.start()

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 from protocol.conversation import NO_RESULT_TEXT
 from protocol.messages import AudioSettings
-from protocol.snapshot import ConversationSnapshot
+from tests.stored_sessions import stored_snapshot_when
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.wire import RawClient
 from wsserver.client import Backoff, SessionClient
-from wsserver.store.base import StoreLimits
-from wsserver.store.selector import open_store
 
 WEATHER: dict[str, Any] = {
     "type": "object",
@@ -129,7 +126,9 @@ async def test_updated_settings_move_with_the_session_through_redis(
         await client.update_session(instructions="stay", tool_rounds="client", audio=VOICE)
         await _event(client, "session.updated")
         session_id = client.session_id or ""
-        stored = await _stored_when(redis_url, session_id, lambda s: s.tool_rounds == "client")
+        stored = await stored_snapshot_when(
+            redis_url, session_id, lambda s: s.tool_rounds == "client"
+        )
         assert (stored.instructions, stored.audio) == ("stay", {**_full(VOICE)})
         client.drop_connection()
         result = await client.ask("hello")
@@ -145,25 +144,6 @@ async def test_updated_settings_move_with_the_session_through_redis(
 def _full(audio: dict[str, Any]) -> dict[str, Any]:
     """Audio settings as the server stores them (every default filled in)."""
     return AudioSettings.model_validate(audio).model_dump()
-
-
-async def _stored_when(
-    redis_url: str, session_id: str, condition: Any, timeout: float = 15.0
-) -> ConversationSnapshot:
-    """The stored conversation snapshot once ``condition(snapshot)`` holds (bounded wait)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    store = open_store(redis_url, StoreLimits())
-    try:
-        while True:
-            record = await store.get(session_id)
-            if record is not None:
-                snapshot = ConversationSnapshot.from_dict(record.conversation)
-                if condition(snapshot):
-                    return snapshot
-            assert asyncio.get_running_loop().time() < deadline, "the store never got it"
-            await asyncio.sleep(0.02)
-    finally:
-        await store.close()
 
 
 async def test_client_tool_rounds_chosen_at_session_start_and_a_placeholder_for_no_result(

@@ -147,20 +147,21 @@ async def test_an_item_the_session_refuses_is_not_reported_added(served: Served)
 async def test_one_connection_cannot_make_the_worker_hold_its_items_unbounded(
     served: Served,
 ) -> None:
-    """The items kept for ``conversation.item.retrieve`` are bounded in count (256), not
-    in size: 100 function_call_output items of 800 KB each (refused by the session:
-    no such call) stay in the worker's memory while the connection lives."""
+    """The items kept for ``conversation.item.retrieve`` are bounded in count (256) and
+    in text (4 Mi characters): 250 user items at the input bound (100,000 characters
+    each, 25 MB) must not all stay in the worker's memory while the connection lives
+    (the conversation itself forgets past ``--history-max-chars``)."""
     ws = await served.connect()
     await until(ws, "conversation.created")
     await text_answer(ws)  # the worker's steady state before measuring
     before = served.rss_bytes()
-    for n in range(100):
-        output = f"{n:04d}" + "o" * 800_000
-        item = {"type": "function_call_output", "call_id": f"call_{n}", "output": output}
+    for n in range(250):
+        text = [{"type": "input_text", "text": f"{n:04d}" + "o" * 99_990}]
+        item = {"type": "message", "role": "user", "content": text}
         await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
-        await until(ws, "error")
+        await until(ws, "conversation.item.done")
     grown = served.rss_bytes() - before
-    assert grown < 40 * 1024 * 1024, f"the worker grew {grown // 2**20} MiB for one connection"
+    assert grown < 16 * 1024 * 1024, f"the worker grew {grown // 2**20} MiB for one connection"
     await ws.close()
 
 
@@ -238,12 +239,15 @@ async def fill_socket_then_update(served: Served, session: Any) -> int:
     ``session(n)``; the worker's growth in bytes at its largest."""
     ws = await served.connect()
     await until(ws, "conversation.created")
-    item = {"type": "function_call_output", "call_id": "call_big", "output": "o" * 800_000}
-    await ws.send(json.dumps({"type": "conversation.item.create", "item": {"id": "big", **item}}))
-    await until(ws, "error")  # no such call; the item is kept for retrieve
+    # A user text at the input bound (100,000 characters), kept for retrieve.
+    text = [{"type": "input_text", "text": "o" * 100_000}]
+    item = {"id": "big", "type": "message", "role": "user", "content": text}
+    await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+    await until(ws, "conversation.item.done")
     before = served.rss_bytes()
     ws.transport.pause_reading()
-    for _ in range(20):
+    # 16 MB of answers: the socket's buffers fill, the writer waits.
+    for _ in range(160):
         await ws.send(json.dumps({"type": "conversation.item.retrieve", "item_id": "big"}))
     for n in range(300):
         await ws.send(json.dumps({"type": "session.update", "session": session(n)}))
@@ -272,25 +276,11 @@ async def test_pending_session_updates_hold_no_more_than_their_settings(served: 
     (256 at most), with the whole patch as sent: a client that stops reading (its
     socket full) and sends 300 updates whose accepted-but-unused ``voice`` object is
     800 KB makes the worker hold 200 MB, though their settings keep no such object."""
-    ws = await served.connect()
-    await until(ws, "conversation.created")
-    item = {"type": "function_call_output", "call_id": "call_big", "output": "o" * 800_000}
-    await ws.send(json.dumps({"type": "conversation.item.create", "item": {"id": "big", **item}}))
-    await until(ws, "error")  # no such call; the item is kept for retrieve
-    before = served.rss_bytes()
-    ws.transport.pause_reading()
-    # 16 MB of answers: the socket's buffers fill, the writer waits.
-    for _ in range(20):
-        await ws.send(json.dumps({"type": "conversation.item.retrieve", "item_id": "big"}))
-    for n in range(300):
-        voice = {"id": f"voice_{n}_" + "v" * 800_000}
-        update = {"type": "session.update", "session": {"audio": {"output": {"voice": voice}}}}
-        await ws.send(json.dumps(update))
-    grown = 0
-    for _ in range(40):  # the worker has read the 300 events within a few polls
-        grown = max(grown, served.rss_bytes() - before)
-        await asyncio.sleep(0.05)
-    ws.transport.abort()
+
+    def session(n: int) -> dict[str, Any]:
+        return {"audio": {"output": {"voice": {"id": f"voice_{n}_" + "v" * 800_000}}}}
+
+    grown = await fill_socket_then_update(served, session)
     assert grown < 64 * 1024 * 1024, f"300 pending updates made the worker hold {grown >> 20} MiB"
 
 

@@ -15,13 +15,19 @@ from protocol.conversation import Turn
 from protocol.snapshot import ConversationSnapshot
 from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import RedisServer
+from tests.stored_sessions import stored_snapshot_when
 from tests.wsserver.wire import RawClient
 from wsserver.client.session_client import Backoff, SessionClient, SessionClosed
 from wsserver.store.base import StoreLimits
 from wsserver.store.selector import open_store
 
 PROMPT = "tell me about failover"
-FAST = ("--decode-rate", "100", "--answer-tokens", "300", "--store-flush-ms", "5")
+# No test here sends SIGTERM: a short drain keeps teardown from waiting out the default
+# 25 s (and being killed at 10 s) for a response that waits on a tool result.
+FAST = (
+    *("--decode-rate", "200", "--answer-tokens", "300", "--store-flush-ms", "5"),
+    *("--drain-timeout", "0.5"),
+)
 
 
 @pytest.fixture
@@ -216,7 +222,7 @@ async def test_trimmed_history_fails_with_a_snapshot(start_worker: Any, redis_ur
     first = await client.ask(PROMPT)
     session_id, token = client.session_id, client.state.resume_token
     assert session_id is not None
-    await _stored_snapshot_when(
+    await stored_snapshot_when(
         redis_url, session_id, lambda snap: (snap.last_response or {}).get("status") == "completed"
     )
     raw = await RawClient.connect(b.url)
@@ -343,25 +349,6 @@ async def _stored_turns(redis_url: str, session_id: str) -> list[Turn]:
         await store.close()
     assert record is not None
     return [Turn.from_wire(t) for t in ConversationSnapshot.from_dict(record.conversation).turns]
-
-
-async def _stored_snapshot_when(
-    redis_url: str, session_id: str, condition: Any, timeout: float = 15.0
-) -> ConversationSnapshot:
-    """The stored conversation snapshot once ``condition(snapshot)`` holds (bounded wait)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    store = open_store(redis_url, StoreLimits())
-    try:
-        while True:
-            record = await store.get(session_id)
-            if record is not None:
-                snapshot = ConversationSnapshot.from_dict(record.conversation)
-                if condition(snapshot):
-                    return snapshot
-            assert asyncio.get_running_loop().time() < deadline, "store never got the batch"
-            await asyncio.sleep(0.02)
-    finally:
-        await store.close()
 
 
 async def _stored_turns_when(
