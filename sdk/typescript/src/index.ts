@@ -4,7 +4,7 @@
  */
 
 export { AudioPlayback, PlaybackTracker } from "./audio/playback.js";
-export type { PlaybackOptions, PlaybackSource } from "./audio/playback.js";
+export type { PlaybackOptions, PlaybackReport, PlaybackSource } from "./audio/playback.js";
 export { captureConstraints, MicrophoneCapture } from "./audio/capture.js";
 export type { AudioSink, CaptureOptions } from "./audio/capture.js";
 export { pcm16ToFloat, Resampler } from "./audio/resampler.js";

@@ -11,8 +11,9 @@ const $ = (id) => document.getElementById(id);
 
 /** What the page shows, kept in sessionStorage so a reload shows whole answers. */
 const view = loadLog();
-/** Read by the browser tests: every text delta's seq, every session.ready. */
-const probe = { deltaSeqs: [], readies: [], errors: [] };
+/** Read by the browser tests: every text delta's seq, every session.ready, the playback
+ * worklet's flushes and its first report after each (the last 20 kept). */
+const probe = { deltaSeqs: [], readies: [], errors: [], flushes: [] };
 window.demo = { view, probe };
 
 const WEATHER_TOOL = {
@@ -266,10 +267,20 @@ function setVoice(text) {
 
 async function ensureAudio() {
   if (capture === undefined) {
-    playback = new AudioPlayback(client, { sampleRate: RATE });
+    playback = new AudioPlayback(client, { sampleRate: RATE, onReport: noteFlush });
     capture = new MicrophoneCapture(client, { sampleRate: RATE });
     await playback.start();
     await capture.start();
+  }
+}
+
+function noteFlush(report) {
+  const last = probe.flushes.at(-1);
+  if (report.type === "flushed") {
+    probe.flushes.push({ dropped: report.dropped, nextPlayed: undefined });
+    if (probe.flushes.length > 20) probe.flushes.shift();
+  } else if (last !== undefined && last.nextPlayed === undefined) {
+    last.nextPlayed = report.samples;
   }
 }
 

@@ -70,7 +70,14 @@ export interface PlaybackOptions {
   /** The session's sample rate. */
   readonly sampleRate: number;
   readonly processorUrl?: string;
+  /** Called with each report of the worklet (counts at the audio context's rate). */
+  readonly onReport?: (report: PlaybackReport) => void;
 }
+
+/** What the playback worklet reports: samples played since the last flush, or a flush and what it dropped. */
+export type PlaybackReport =
+  | { readonly type: "played"; readonly samples: number; readonly idle: boolean }
+  | { readonly type: "flushed"; readonly dropped: number };
 
 /** Plays every `response.audio.delta` of a client, reports what was heard, stops on barge-in. */
 export class AudioPlayback {
@@ -99,11 +106,12 @@ export class AudioPlayback {
     const node = new AudioWorkletNode(context, PLAYBACK_PROCESSOR, { numberOfInputs: 0, numberOfOutputs: 1, outputChannelCount: [1] });
     node.connect(context.destination);
     const resampler = new Resampler(this.options.sampleRate, context.sampleRate);
-    node.port.onmessage = (event: MessageEvent<{ type: string; samples?: number }>) => {
+    node.port.onmessage = (event: MessageEvent<PlaybackReport>) => {
+      this.options.onReport?.(event.data);
       if (event.data.type === "flushed") this.unconfirmedFlushes -= 1;
       if (event.data.type !== "played" || this.unconfirmedFlushes > 0) return;
       // The worklet counts at the context's rate; the tracker at the session's.
-      const total = Math.round(((event.data.samples ?? 0) * this.options.sampleRate) / context.sampleRate);
+      const total = Math.round((event.data.samples * this.options.sampleRate) / context.sampleRate);
       for (const id of this.tracker.played(total)) void this.client.reportPlayback(id, this.tracker.playedMs(id)).catch(() => undefined);
     };
     Object.assign(this, { context, node, resampler });

@@ -87,12 +87,13 @@ export class AudioPlayback {
         node.connect(context.destination);
         const resampler = new Resampler(this.options.sampleRate, context.sampleRate);
         node.port.onmessage = (event) => {
+            this.options.onReport?.(event.data);
             if (event.data.type === "flushed")
                 this.unconfirmedFlushes -= 1;
             if (event.data.type !== "played" || this.unconfirmedFlushes > 0)
                 return;
             // The worklet counts at the context's rate; the tracker at the session's.
-            const total = Math.round(((event.data.samples ?? 0) * this.options.sampleRate) / context.sampleRate);
+            const total = Math.round((event.data.samples * this.options.sampleRate) / context.sampleRate);
             for (const id of this.tracker.played(total))
                 void this.client.reportPlayback(id, this.tracker.playedMs(id)).catch(() => undefined);
         };

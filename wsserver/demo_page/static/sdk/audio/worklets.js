@@ -58,10 +58,12 @@ class PlaybackProcessor extends AudioWorkletProcessor {
       const message = event.data;
       if (message.type === "samples") this.queue.push(message.samples);
       else if (message.type === "flush") {
+        // What was still to play: the proof that barge-in cut the answer short.
+        const dropped = this.queue.reduce((sum, chunk) => sum + chunk.length, 0) - this.offset;
         this.queue = [];
         this.offset = 0;
         this.played = 0;
-        this.port.postMessage({ type: "flushed" });
+        this.port.postMessage({ type: "flushed", dropped });
       }
     };
   }
