@@ -196,7 +196,8 @@ function assistant(id) {
 
 function changed(turn) {
   saveLog();
-  render(turn, document.querySelector(`[data-response-id="${turn.id}"]`));
+  // Escaped: a response id is the server's string, and not every string is a valid selector.
+  render(turn, document.querySelector(`[data-response-id="${CSS.escape(turn.id)}"]`));
 }
 
 function renderAll() {
