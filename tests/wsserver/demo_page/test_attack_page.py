@@ -70,6 +70,8 @@ class HostileServer:
 
     def __init__(self) -> None:
         self.site = package_site("/demo/")
+        self.events = hostile_events()
+        """What the next session gets after its ``session.ready`` (a test may change it)."""
         self.port = 0
         self.loop = asyncio.new_event_loop()
         self.stop = asyncio.Event()
@@ -114,7 +116,7 @@ class HostileServer:
                     "heartbeat_interval_ms": 15000,
                 }
                 await ws.send(json.dumps(ready))
-                for event in hostile_events():
+                for event in self.events:
                     await ws.send(json.dumps(event))
 
     def close(self) -> None:
@@ -151,5 +153,48 @@ def test_hostile_server_strings_render_as_text(server: HostileServer, tmp_path: 
         assert MARK in tool.text
         usage = turn.find_element(By.CSS_SELECTOR, ".usage")
         assert usage.text.count("onerror") == 5
+    finally:
+        browser.quit()
+
+
+def test_an_answer_larger_than_session_storage_still_shows(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """The page keeps its transcript in sessionStorage (a few MiB per origin): an answer
+    that outgrows it must go on showing, not stop at the first delta that does not fit."""
+    chunk = "x" * 5_300_000
+    server.events = [
+        {"type": "response.created", "seq": 1, "response_id": "resp_big"},
+        {"type": "response.text.delta", "seq": 2, "response_id": "resp_big", "delta": chunk},
+        {"type": "response.text.delta", "seq": 3, "response_id": "resp_big", "delta": " end"},
+        {
+            "type": "response.done",
+            "seq": 4,
+            "response_id": "resp_big",
+            "status": "completed",
+            "usage": {
+                "input_tokens": 1,
+                "output_tokens_generated": 2,
+                "output_tokens_delivered": 2,
+            },
+        },
+    ]
+    browser = chromium(spoken_turn_wav(tmp_path))
+    try:
+        browser.get(f"http://127.0.0.1:{server.port}/demo/")
+        poll(
+            "response.done",
+            lambda: browser.execute_script(
+                "return window.demo.view.some((t) => t.usage !== undefined)"
+            ),
+            timeout=30,
+        )
+        shown = browser.execute_script(
+            "const t = document.querySelector('.turn.assistant');"
+            "return [t.querySelector('.text').textContent.length,"
+            " t.querySelector('.text').textContent.endsWith(' end'),"
+            " t.querySelector('.usage') !== null]"
+        )
+        assert shown == [5_300_004, True, True]
     finally:
         browser.quit()

@@ -256,7 +256,12 @@ function loadLog() {
 }
 
 function saveLog() {
-  sessionStorage.setItem(LOG_KEY, JSON.stringify(view));
+  try {
+    sessionStorage.setItem(LOG_KEY, JSON.stringify(view));
+  } catch {
+    // Over the storage quota (a few MiB): the page goes on showing; a reload shows less.
+    sessionStorage.removeItem(LOG_KEY);
+  }
 }
 
 // -- voice ------------------------------------------------------------------------------------
