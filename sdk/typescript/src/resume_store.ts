@@ -74,7 +74,14 @@ export class WebResumeStore implements ResumeStore {
   }
 
   save(state: ResumeState): void {
-    this.storage.setItem(this.key, JSON.stringify(state));
+    try {
+      this.storage.setItem(this.key, JSON.stringify(state));
+    } catch {
+      // Storage full (its quota is the origin's, shared with the page's own data): the
+      // session goes on here, but a reload must not resume from an older record (it would
+      // replay from an older seq and run its tool calls again), so it starts afresh.
+      this.storage.removeItem(this.key);
+    }
   }
 
   clear(): void {

@@ -57,3 +57,19 @@ for (const [what, record] of tampered) {
     new ClientSession().restore(loaded);
   });
 }
+
+/** A Web Storage that is full: every write throws, as sessionStorage does over its quota. */
+class FullStorage extends FakeStorage {
+  override setItem(): void {
+    throw new Error("QuotaExceededError: the quota has been exceeded");
+  }
+}
+
+test("a full storage never makes save throw (acks, tool calls and tool results go on), and no stale record is left", () => {
+  const storage = new FullStorage();
+  storage.items.set("wsserver.session", JSON.stringify({ ...base, lastSeq: 1 })); // an older save
+  const store = new WebResumeStore(storage);
+  assert.doesNotThrow(() => store.save({ ...base, lastSeq: 9, openResponses: [], toolResults: {}, startedCalls: ["call_1"] }));
+  // Resuming from the older record would run call_1 again and replay from seq 1: start afresh instead.
+  assert.equal(store.load(), undefined);
+});
