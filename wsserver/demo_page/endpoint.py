@@ -56,9 +56,7 @@ class DemoPage:
         if path == TOKEN_PATH:
             status, body = self._token(method, origins)
             payload = json.dumps(body).encode()
-            return page_response(
-                status, payload, "application/json", extra=(("Cache-Control", "no-store"),)
-            )
+            return page_response(status, payload, "application/json", cache="no-store")
         return self.site.answer(method, path)
 
     def _token(self, method: str, origins: list[str]) -> tuple[HTTPStatus, dict[str, Any]]:
