@@ -21,7 +21,9 @@ from typing import Any
 from websockets.http11 import Response
 
 from wsserver.demo_page.config import DemoPageSettings
+from wsserver.demo_page.errors import DemoPageConfigError
 from wsserver.demo_page.static_site import StaticSite, package_site, page_response
+from wsserver.frontdoor.api_keys import check_principal_name
 from wsserver.frontdoor.authenticator import Authenticator
 
 PREFIX = "/demo/"
@@ -33,6 +35,7 @@ class DemoPage:
     """Answers every plain HTTP request for ``/``, ``/demo`` and under ``/demo/``."""
 
     def __init__(self, settings: DemoPageSettings, authenticator: Authenticator) -> None:
+        _check(settings, authenticator)
         self.site: StaticSite = package_site(PREFIX)
         self._settings = settings
         self._authenticator = authenticator
@@ -76,3 +79,20 @@ class DemoPage:
             }
         token, claims = tokens.mint(principal, ttl_s=TOKEN_TTL_S, max_sessions=1, can_start=True)
         return HTTPStatus.CREATED, {"token": token, "expires_at": claims.expires_at}
+
+
+def _check(settings: DemoPageSettings, authenticator: Authenticator) -> None:
+    """Refuse at startup a principal the endpoint could never mint for, rather than a
+    page that loads and then fails every visitor's token request."""
+    principal = settings.demo_principal
+    if not principal or not authenticator.required:
+        return
+    if authenticator.tokens is None:
+        raise DemoPageConfigError(
+            "--demo-principal needs --client-token-secret-file: the page's visitors "
+            "connect with client tokens"
+        )
+    try:
+        check_principal_name(principal)
+    except ValueError as exc:
+        raise DemoPageConfigError(f"--demo-principal: {exc}") from exc
