@@ -96,3 +96,16 @@ def _check(settings: DemoPageSettings, authenticator: Authenticator) -> None:
         check_principal_name(principal)
     except ValueError as exc:
         raise DemoPageConfigError(f"--demo-principal: {exc}") from exc
+
+
+def page_url(host: str, port: int, *, tls: bool) -> str:
+    """The page's address to print for a worker bound to ``host``: a wildcard bind is
+    opened on loopback (a page at ``0.0.0.0`` sends an Origin no allowlist entry or
+    loopback rule accepts), an IPv6 address in brackets."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{'https' if tls else 'http'}://{host}:{port}{PREFIX}"
