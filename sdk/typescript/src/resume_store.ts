@@ -6,6 +6,7 @@
  */
 
 import type { ClientMessage } from "./events.js";
+import { KEPT_STARTED } from "./tools.js";
 
 /** What a new client object needs to take a session over from an old one. */
 export interface ResumeState {
@@ -113,7 +114,8 @@ function wellFormed(value: unknown): ResumeState | undefined {
     lastSeq,
     openResponses: openResponses as Array<readonly [string, number]>,
     toolResults: toolResults as { [callId: string]: ClientMessage },
-    startedCalls: startedCalls as string[],
+    // As many as the client keeps: a longer list is not one it wrote.
+    startedCalls: (startedCalls as string[]).slice(-KEPT_STARTED),
   };
 }
 

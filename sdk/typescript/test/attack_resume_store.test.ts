@@ -73,3 +73,25 @@ test("a full storage never makes save throw (acks, tool calls and tool results g
   // Resuming from the older record would run call_1 again and replay from seq 1: start afresh instead.
   assert.equal(store.load(), undefined);
 });
+
+test("a resume record with a huge list of started calls does not make open() throw", async () => {
+  const storage = new FakeStorage();
+  const startedCalls = Array.from({ length: 300_000 }, (_, i) => `call_${i}`);
+  storage.setItem("wsserver.session", JSON.stringify({ ...base, startedCalls }));
+  const { SessionClient } = await import("../src/client.js");
+  const client = new SessionClient({
+    url: "ws://127.0.0.1:9/",
+    resumeStore: new WebResumeStore(storage),
+    socketFactory: () => {
+      throw new Error("no server in this test");
+    },
+    reconnect: false,
+    openTimeoutMs: 100,
+  });
+  // It may fail to connect (there is no server); it must not fail on the stored record.
+  const error = await client.open().then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  assert.ok(!(error instanceof RangeError), String(error));
+});

@@ -4,6 +4,7 @@
  * page that reloads resumes its session where the old page stopped.
  * @packageDocumentation
  */
+import { KEPT_STARTED } from "./tools.js";
 /** Keeps the state in this object only (lost with it). */
 export class MemoryResumeStore {
     state;
@@ -86,7 +87,8 @@ function wellFormed(value) {
         lastSeq,
         openResponses: openResponses,
         toolResults: toolResults,
-        startedCalls: startedCalls,
+        // As many as the client keeps: a longer list is not one it wrote.
+        startedCalls: startedCalls.slice(-KEPT_STARTED),
     };
 }
 function isSeq(value) {
