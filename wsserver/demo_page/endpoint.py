@@ -21,7 +21,9 @@ from typing import Any
 from websockets.http11 import Response
 
 from wsserver.demo_page.config import DemoPageSettings
+from wsserver.demo_page.errors import DemoPageConfigError
 from wsserver.demo_page.static_site import StaticSite, package_site, page_response
+from wsserver.frontdoor.api_keys import check_principal_name
 from wsserver.frontdoor.authenticator import Authenticator
 
 PREFIX = "/demo/"
@@ -33,6 +35,7 @@ class DemoPage:
     """Answers every plain HTTP request for ``/``, ``/demo`` and under ``/demo/``."""
 
     def __init__(self, settings: DemoPageSettings, authenticator: Authenticator) -> None:
+        _check(settings, authenticator)
         self.site: StaticSite = package_site(PREFIX)
         self._settings = settings
         self._authenticator = authenticator
@@ -56,9 +59,7 @@ class DemoPage:
         if path == TOKEN_PATH:
             status, body = self._token(method, origins)
             payload = json.dumps(body).encode()
-            return page_response(
-                status, payload, "application/json", extra=(("Cache-Control", "no-store"),)
-            )
+            return page_response(status, payload, "application/json", cache="no-store")
         return self.site.answer(method, path)
 
     def _token(self, method: str, origins: list[str]) -> tuple[HTTPStatus, dict[str, Any]]:
@@ -78,3 +79,33 @@ class DemoPage:
             }
         token, claims = tokens.mint(principal, ttl_s=TOKEN_TTL_S, max_sessions=1, can_start=True)
         return HTTPStatus.CREATED, {"token": token, "expires_at": claims.expires_at}
+
+
+def _check(settings: DemoPageSettings, authenticator: Authenticator) -> None:
+    """Refuse at startup a principal the endpoint could never mint for, rather than a
+    page that loads and then fails every visitor's token request."""
+    principal = settings.demo_principal
+    if not principal or not authenticator.required:
+        return
+    if authenticator.tokens is None:
+        raise DemoPageConfigError(
+            "--demo-principal needs --client-token-secret-file: the page's visitors "
+            "connect with client tokens"
+        )
+    try:
+        check_principal_name(principal)
+    except ValueError as exc:
+        raise DemoPageConfigError(f"--demo-principal: {exc}") from exc
+
+
+def page_url(host: str, port: int, *, tls: bool) -> str:
+    """The page's address to print for a worker bound to ``host``: a wildcard bind is
+    opened on loopback (a page at ``0.0.0.0`` sends an Origin no allowlist entry or
+    loopback rule accepts), an IPv6 address in brackets."""
+    if host in ("", "0.0.0.0"):
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{'https' if tls else 'http'}://{host}:{port}{PREFIX}"

@@ -90,15 +90,16 @@ def page_response(
     content_type: str,
     *,
     length: int | None = None,
+    cache: str = "no-cache",
     extra: tuple[tuple[str, str], ...] = (),
 ) -> Response:
-    """An answer with the demo's security headers; not cached (a new worker version
-    must not run an old page against it)."""
+    """An answer with the demo's security headers; by default revalidated before each
+    use (a new worker version must not run an old page against it)."""
     headers = Headers(
         [
             ("Content-Type", content_type),
             ("Content-Length", str(len(body) if length is None else length)),
-            ("Cache-Control", "no-cache"),
+            ("Cache-Control", cache),
             *SECURITY_HEADERS,
             *extra,
         ]

@@ -197,7 +197,8 @@ function assistant(id) {
 
 function changed(turn) {
   saveLog();
-  render(turn, document.querySelector(`[data-response-id="${turn.id}"]`));
+  // Escaped: a response id is the server's string, and not every string is a valid selector.
+  render(turn, document.querySelector(`[data-response-id="${CSS.escape(turn.id)}"]`));
 }
 
 function renderAll() {
@@ -256,7 +257,12 @@ function loadLog() {
 }
 
 function saveLog() {
-  sessionStorage.setItem(LOG_KEY, JSON.stringify(view));
+  try {
+    sessionStorage.setItem(LOG_KEY, JSON.stringify(view));
+  } catch {
+    // Over the storage quota (a few MiB): the page goes on showing; a reload shows less.
+    sessionStorage.removeItem(LOG_KEY);
+  }
 }
 
 // -- voice ------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@
  * page that reloads resumes its session where the old page stopped.
  * @packageDocumentation
  */
+import { KEPT_STARTED } from "./tools.js";
 /** Keeps the state in this object only (lost with it). */
 export class MemoryResumeStore {
     state;
@@ -34,27 +35,68 @@ export class WebResumeStore {
         if (text === null)
             return undefined;
         try {
-            const state = JSON.parse(text);
-            if (typeof state.sessionId !== "string" || typeof state.resumeToken !== "string" || typeof state.lastSeq !== "number") {
-                return undefined;
-            }
-            return {
-                sessionId: state.sessionId,
-                resumeToken: state.resumeToken,
-                lastSeq: state.lastSeq,
-                openResponses: Array.isArray(state.openResponses) ? state.openResponses : [],
-                toolResults: state.toolResults ?? {},
-                startedCalls: Array.isArray(state.startedCalls) ? state.startedCalls : [],
-            };
+            return wellFormed(JSON.parse(text));
         }
         catch {
             return undefined; // written by something else: start afresh
         }
     }
     save(state) {
-        this.storage.setItem(this.key, JSON.stringify(state));
+        try {
+            this.storage.setItem(this.key, JSON.stringify(state));
+        }
+        catch {
+            // Storage full (its quota is the origin's, shared with the page's own data): the
+            // session goes on here, but a reload must not resume from an older record (it would
+            // replay from an older seq and run its tool calls again), so it starts afresh.
+            this.storage.removeItem(this.key);
+        }
     }
     clear() {
         this.storage.removeItem(this.key);
     }
+}
+/**
+ * The record if every field has its type, else `undefined` (start afresh): a record some
+ * other script or an older SDK wrote must not throw in `open()`, nor send values that are
+ * not tool results to the server as tool results. Missing lists default to empty.
+ */
+function wellFormed(value) {
+    if (typeof value !== "object" || value === null)
+        return undefined;
+    const state = value;
+    const { sessionId, resumeToken, lastSeq } = state;
+    if (typeof sessionId !== "string" || typeof resumeToken !== "string")
+        return undefined;
+    if (!isSeq(lastSeq))
+        return undefined;
+    const openResponses = state.openResponses ?? [];
+    const toolResults = state.toolResults ?? {};
+    const startedCalls = state.startedCalls ?? [];
+    if (!Array.isArray(openResponses) || !openResponses.every(isOpenResponse))
+        return undefined;
+    if (!Array.isArray(startedCalls) || !startedCalls.every((id) => typeof id === "string"))
+        return undefined;
+    if (typeof toolResults !== "object" || toolResults === null || Array.isArray(toolResults))
+        return undefined;
+    if (!Object.values(toolResults).every(isToolResult))
+        return undefined;
+    return {
+        sessionId,
+        resumeToken,
+        lastSeq,
+        openResponses: openResponses,
+        toolResults: toolResults,
+        // As many as the client keeps: a longer list is not one it wrote.
+        startedCalls: startedCalls.slice(-KEPT_STARTED),
+    };
+}
+function isSeq(value) {
+    return Number.isSafeInteger(value) && value >= 0;
+}
+function isOpenResponse(value) {
+    return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && isSeq(value[1]);
+}
+function isToolResult(value) {
+    return typeof value === "object" && value !== null && value.type === "tool.result";
 }

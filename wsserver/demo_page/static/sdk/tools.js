@@ -7,7 +7,8 @@
  * as pending (`pending_tool_calls`) run if they never ran here.
  * @packageDocumentation
  */
-const KEPT_STARTED = 256;
+/** How many started call ids are kept (the oldest go first). */
+export const KEPT_STARTED = 256;
 /** Declared tools, their handlers, and the results not yet acknowledged. */
 export class ToolBox {
     specs = new Map();
