@@ -35,7 +35,7 @@ class DemoPage:
     """Answers every plain HTTP request for ``/``, ``/demo`` and under ``/demo/``."""
 
     def __init__(self, settings: DemoPageSettings, authenticator: Authenticator) -> None:
-        _check(settings, authenticator)
+        check_settings(settings, authenticator)
         self.site: StaticSite = package_site(PREFIX)
         self._settings = settings
         self._authenticator = authenticator
@@ -81,12 +81,17 @@ class DemoPage:
         return HTTPStatus.CREATED, {"token": token, "expires_at": claims.expires_at}
 
 
-def _check(settings: DemoPageSettings, authenticator: Authenticator) -> None:
+def check_settings(settings: DemoPageSettings, authenticator: Authenticator) -> None:
     """Refuse at startup a principal the endpoint could never mint for, rather than a
-    page that loads and then fails every visitor's token request."""
+    page that loads and then fails every visitor's token request (or no page at all)."""
     principal = settings.demo_principal
     if not principal or not authenticator.required:
         return
+    if settings.demo_page != "on":
+        raise DemoPageConfigError(
+            f"--demo-principal needs --demo-page on (with authentication on, "
+            f"--demo-page {settings.demo_page} serves no page)"
+        )
     if authenticator.tokens is None:
         raise DemoPageConfigError(
             "--demo-principal needs --client-token-secret-file: the page's visitors "

@@ -20,7 +20,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from wsserver.demo_page.endpoint import DemoPage
+from wsserver.demo_page.endpoint import DemoPage, check_settings
 from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
 from wsserver.frontdoor.gate import FrontDoor
 from wsserver.frontdoor.principal import Admission, Principal
@@ -71,6 +71,7 @@ class HttpEndpoints:
             weakref.WeakKeyDictionary()
         )
         """Who each handshake let in is, until its connection goes."""
+        check_settings(host.settings, host.authenticator)
         self._demo = (
             DemoPage(host.settings, host.authenticator)
             if DemoPage.enabled(host.settings, host.authenticator)

@@ -30,18 +30,27 @@ def serve(*flags: str) -> subprocess.CompletedProcess[str]:
     ("flags", "named"),
     [
         # A principal to mint for, and no secret to mint with.
-        (("--demo-principal", "alice"), "--client-token-secret-file"),
+        (("--demo-page", "on", "--demo-principal", "alice"), "--client-token-secret-file"),
         # Not a principal name (the token endpoint refuses such names too).
         (
-            ("--demo-principal", "alice smith", "--client-token-secret-file", "{secret}"),
+            (
+                "--demo-page",
+                "on",
+                "--demo-principal",
+                "alice smith",
+                "--client-token-secret-file",
+                "{secret}",
+            ),
             "--demo-principal",
         ),
+        # A principal for a page 'auto' does not serve with authentication on.
+        (("--demo-principal", "alice", "--client-token-secret-file", "{secret}"), "--demo-page on"),
     ],
 )
 def test_a_demo_page_that_cannot_work_is_refused_at_startup(
     creds: Credentials, flags: tuple[str, ...], named: str
 ) -> None:
     flags = tuple(flag.replace("{secret}", creds.token_secret_file) for flag in flags)
-    done = serve("--api-keys-file", creds.keys_file, "--demo-page", "on", *flags)
+    done = serve("--api-keys-file", creds.keys_file, *flags)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert named in done.stderr and "Traceback" not in done.stderr

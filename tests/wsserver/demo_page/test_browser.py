@@ -190,3 +190,20 @@ def test_push_to_talk_sends_one_turn_on_release(browser: WebDriver, relay: Relay
     assert turn["status"] == "completed"
     errors = browser.execute_script("return window.demo.probe.errors")
     assert errors == [], errors
+
+
+def test_the_page_keeps_its_last_200_turns(browser: WebDriver, relay: Relay) -> None:
+    fresh_page(browser, relay)
+    turns = [{"role": "user", "text": f"turn {n}"} for n in range(1000)]
+    browser.execute_script(
+        "sessionStorage.setItem('wsserver-demo-log', JSON.stringify(arguments[0]))", turns
+    )
+    browser.refresh()
+    poll("the page back", lambda: connection(browser) in ("connected", "resumed"))
+    view = browser.execute_script("return window.demo.view")
+    assert view == turns[-200:]
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#chat .turn")) == 200
+    ask(browser, "one more")
+    poll("the answer", lambda: done(browser))
+    view = browser.execute_script("return window.demo.view")
+    assert len(view) == 200 and view[0] == turns[-198], "the oldest dropped first"

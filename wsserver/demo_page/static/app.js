@@ -7,6 +7,7 @@ performance.mark("demo.start");
 const RATE = 16000;
 const WS_URL = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`;
 const LOG_KEY = "wsserver-demo-log";
+const MAX_TURNS = 200;
 const $ = (id) => document.getElementById(id);
 
 /** What the page shows, kept in sessionStorage so a reload shows whole answers. */
@@ -134,7 +135,7 @@ function listen(c) {
   c.on("input_audio.speech_started", () => setVoice("hearing you…"));
   c.on("input_audio.committed", () => setVoice(mode === "off" ? "voice off" : "thinking…"));
   c.on("input_audio.transcript", (e) => {
-    view.push({ role: "user", text: `🎤 ${e.transcript ?? e.text ?? ""}` });
+    remember({ role: "user", text: `🎤 ${e.transcript ?? e.text ?? ""}` });
     saveLog();
     renderAll();
   });
@@ -164,7 +165,7 @@ $("ask").addEventListener("submit", (event) => {
   const text = $("input").value.trim();
   if (!text || client === undefined) return;
   $("input").value = "";
-  view.push({ role: "user", text });
+  remember({ role: "user", text });
   saveLog();
   renderAll();
   playback?.flush();
@@ -189,7 +190,7 @@ function assistant(id) {
   let turn = view.find((t) => t.role === "assistant" && t.id === id);
   if (turn === undefined) {
     turn = { role: "assistant", id, text: "", seq: 0, tools: {} };
-    view.push(turn);
+    remember(turn);
     renderAll();
   }
   return turn;
@@ -242,7 +243,7 @@ function render(turn, el) {
 }
 
 function showError(message) {
-  view.push({ role: "user", text: `⚠ ${message}` });
+  remember({ role: "user", text: `⚠ ${message}` });
   saveLog();
   renderAll();
 }
@@ -250,10 +251,16 @@ function showError(message) {
 function loadLog() {
   try {
     const saved = JSON.parse(sessionStorage.getItem(LOG_KEY) ?? "[]");
-    return Array.isArray(saved) ? saved : [];
+    return Array.isArray(saved) ? saved.slice(-MAX_TURNS) : [];
   } catch {
     return [];
   }
+}
+
+/** Add a turn; only the last MAX_TURNS are kept (a page left open for hours stays small). */
+function remember(turn) {
+  view.push(turn);
+  if (view.length > MAX_TURNS) view.splice(0, view.length - MAX_TURNS);
 }
 
 function saveLog() {
