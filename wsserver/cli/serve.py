@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
+from wsserver.demo_page.endpoint import page_url
 from wsserver.frontdoor.errors import FrontDoorConfigError
 from wsserver.frontdoor.redaction import install_redaction
 from wsserver.worker.settings import ENV_PREFIX, Settings
@@ -108,6 +109,9 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
         f"engine: {settings.engine}{_speech(settings)})",
         flush=True,
     )
+    if server.http.serves_demo_page:
+        page = page_url(settings.host, server.port, tls=server.tls is not None)
+        print(f"demo page: {page} (open it in a browser)", flush=True)
     stop = asyncio.Event()
     force = asyncio.Event()
 

@@ -20,6 +20,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from wsserver.demo_page.endpoint import DemoPage, check_settings
 from wsserver.frontdoor.authenticator import Authenticator, AuthRefusal, forbidden
 from wsserver.frontdoor.gate import FrontDoor
 from wsserver.frontdoor.principal import Admission, Principal
@@ -70,6 +71,18 @@ class HttpEndpoints:
             weakref.WeakKeyDictionary()
         )
         """Who each handshake let in is, until its connection goes."""
+        check_settings(host.settings, host.authenticator)
+        self._demo = (
+            DemoPage(host.settings, host.authenticator)
+            if DemoPage.enabled(host.settings, host.authenticator)
+            else None
+        )
+        """The browser demo page (``/demo/``), when the settings serve it."""
+
+    @property
+    def serves_demo_page(self) -> bool:
+        """Whether ``/demo/`` is served (the settings and the authentication decide)."""
+        return self._demo is not None
 
     async def process_request(
         self, connection: ServerConnection, request: Request
@@ -91,10 +104,18 @@ class HttpEndpoints:
         # Counted before the credential is judged, so guessing keys is rate limited too.
         principal = found if isinstance(found, Principal) else None
         client = host.front_door_client(connection, request, principal)
-        refusal = host.front_door.handshake(client, headers.get_all("Origin") if upgrade else [])
+        # Only a plain request: a botched upgrade to "/" gets its HTTP error, not the page.
+        plain = not headers.get_all("Upgrade")
+        demo = self._demo is not None and plain and DemoPage.handles(path)
+        # The demo's token endpoint is for pages: the Origin allowlist applies to it too.
+        origins = headers.get_all("Origin") if upgrade or demo else []
+        refusal = host.front_door.handshake(client, origins)
         if refusal is not None:
             retry = refusal.retry_after_header if refusal.retry_after else None
             return json_response(refusal.status, refusal.body(), retry_after=retry)
+        if demo and self._demo is not None:
+            # Public files and a token endpoint that decides for itself: no credential.
+            return self._demo.answer(request.method, path, origins)
         if isinstance(found, AuthRefusal):
             return refusal_response(found)
         if upgrade:

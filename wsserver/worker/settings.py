@@ -12,16 +12,18 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from protocol.session import SessionLimits
+from wsserver.demo_page.config import DemoPageSettings
 from wsserver.frontdoor.config import FrontDoorSettings
 from wsserver.store.base import StoreLimits
 
 ENV_PREFIX = "WSSERVER_"
 
 
-class Settings(FrontDoorSettings):
+class Settings(DemoPageSettings, FrontDoorSettings):
     """Server settings. Each field is a ``--flag`` and a ``WSSERVER_FIELD`` variable.
 
-    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`.
+    The authentication, admin and TLS fields come from :class:`FrontDoorSettings`, the
+    demo page's from :class:`DemoPageSettings`.
     """
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)

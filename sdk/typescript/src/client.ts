@@ -21,6 +21,7 @@ import { Emitter, type EventName, type EventOf, EventQueue } from "./emitter.js"
 import { ClientError, type SessionClosed } from "./errors.js";
 import type { ClientMessage, JsonObject, JsonValue, ServerEvent, SessionReady, ToolCall } from "./events.js";
 import { Microphone } from "./microphone.js";
+import { watchPageLifecycle } from "./lifecycle.js";
 import { ResponseRequests } from "./requests.js";
 import { collectResponse, type ResponseResult } from "./response_result.js";
 import { MemoryResumeStore, type ResumeStore } from "./resume_store.js";
@@ -58,6 +59,8 @@ export interface SessionClientOptions {
   readonly closeTimeoutMs?: number;
   /** Keep events for {@link SessionClient.nextEvent} and friends (default true; false: listeners only). */
   readonly bufferEvents?: boolean;
+  /** In a page: reconnect at once on `online`, check the watchdog when the page is visible again (default true). */
+  readonly pageLifecycle?: boolean;
 }
 
 /** Options of {@link SessionClient.createResponse}. */
@@ -82,6 +85,7 @@ export class SessionClient {
   private readonly requests = new ResponseRequests();
   private readonly store: ResumeStore;
   private firstReady: Promise<SessionReady> | undefined;
+  private unwatchPage: () => void = () => undefined;
 
   /** Nothing connects until {@link open}. */
   constructor(options: SessionClientOptions) {
@@ -128,6 +132,7 @@ export class SessionClient {
         offReady();
         resolve(ready);
       });
+      if (this.options.pageLifecycle ?? true) this.unwatchPage = watchPageLifecycle(this);
       this.connection.start(this.hooks((error) => {
         clearTimeout(timer);
         reject(error);
@@ -141,6 +146,11 @@ export class SessionClient {
     await this.connection.close();
   }
 
+  /** The network came back or the page is visible again: reconnect now rather than after the backoff; check the watchdog now. */
+  wake(_reason?: "online" | "visible"): void {
+    this.connection.wake();
+  }
+
   /** Cut the connection as a network failure would; the client resumes by itself. */
   drop(): void {
     this.connection.drop();
@@ -151,6 +161,7 @@ export class SessionClient {
    * in the store, and a new client object with the same store resumes the session.
    */
   abandon(): void {
+    this.unwatchPage();
     this.connection.abandonSession();
     const error = this.connection.closedError;
     if (error !== undefined) this.queue?.end(error);
@@ -328,6 +339,7 @@ export class SessionClient {
       },
       changed: () => this.saveState(),
       ended: (error) => {
+        this.unwatchPage();
         this.store.clear();
         this.queue?.end(error);
         failed(error);

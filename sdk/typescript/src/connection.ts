@@ -131,6 +131,14 @@ export class ReconnectingConnection {
     if (live?.ready === true && live.socket.readyState === OPEN) live.socket.send(frame);
   }
 
+  /** The network is back or the page visible: a reconnect waiting out its backoff goes now; a live connection's silence is checked now. */
+  wake(): void {
+    if (this.finished !== undefined || this.closing) return;
+    if (this.live !== undefined) return this.watch(this.live);
+    clearTimeout(this.retryTimer);
+    void this.connect();
+  }
+
   /** Cut the current connection as a network failure would (no close frame where possible). */
   drop(): void {
     if (this.live !== undefined) this.abandon(this.live);

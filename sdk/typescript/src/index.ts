@@ -3,6 +3,14 @@
  * @packageDocumentation
  */
 
+export { AudioPlayback, PlaybackTracker } from "./audio/playback.js";
+export type { PlaybackOptions, PlaybackReport, PlaybackSource } from "./audio/playback.js";
+export { captureConstraints, MicrophoneCapture } from "./audio/capture.js";
+export type { AudioSink, CaptureOptions } from "./audio/capture.js";
+export { pcm16ToFloat, Resampler } from "./audio/resampler.js";
+export { CAPTURE_PROCESSOR, PLAYBACK_PROCESSOR, PROCESSORS_SOURCE, processorsUrl } from "./audio/worklets.js";
+export { watchPageLifecycle } from "./lifecycle.js";
+export type { PageTargets, Wakeable } from "./lifecycle.js";
 export { AUDIO_HEADER_SIZE, AUDIO_IN, AUDIO_OUT, AudioFrameError, decodeAudioFrame, encodeAudioFrame, isAudioFrame, responseStreamId, streamResponseId } from "./audio_frame.js";
 export type { AudioFrame } from "./audio_frame.js";
 export { Backoff } from "./backoff.js";

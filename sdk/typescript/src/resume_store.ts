@@ -6,6 +6,7 @@
  */
 
 import type { ClientMessage } from "./events.js";
+import { KEPT_STARTED } from "./tools.js";
 
 /** What a new client object needs to take a session over from an old one. */
 export interface ResumeState {
@@ -67,28 +68,65 @@ export class WebResumeStore implements ResumeStore {
     const text = this.storage.getItem(this.key);
     if (text === null) return undefined;
     try {
-      const state = JSON.parse(text) as Partial<ResumeState>;
-      if (typeof state.sessionId !== "string" || typeof state.resumeToken !== "string" || typeof state.lastSeq !== "number") {
-        return undefined;
-      }
-      return {
-        sessionId: state.sessionId,
-        resumeToken: state.resumeToken,
-        lastSeq: state.lastSeq,
-        openResponses: Array.isArray(state.openResponses) ? state.openResponses : [],
-        toolResults: state.toolResults ?? {},
-        startedCalls: Array.isArray(state.startedCalls) ? state.startedCalls : [],
-      };
+      return wellFormed(JSON.parse(text));
     } catch {
       return undefined; // written by something else: start afresh
     }
   }
 
   save(state: ResumeState): void {
-    this.storage.setItem(this.key, JSON.stringify(state));
+    try {
+      this.storage.setItem(this.key, JSON.stringify(state));
+    } catch {
+      // Storage full (its quota is the origin's, shared with the page's own data): the
+      // session goes on here, but a reload must not resume from an older record (it would
+      // replay from an older seq and run its tool calls again), so it starts afresh.
+      this.storage.removeItem(this.key);
+    }
   }
 
   clear(): void {
     this.storage.removeItem(this.key);
   }
+}
+
+/**
+ * The record if every field has its type, else `undefined` (start afresh): a record some
+ * other script or an older SDK wrote must not throw in `open()`, nor send values that are
+ * not tool results to the server as tool results. Missing lists default to empty.
+ */
+function wellFormed(value: unknown): ResumeState | undefined {
+  if (typeof value !== "object" || value === null) return undefined;
+  const state = value as { [K in keyof ResumeState]?: unknown };
+  const { sessionId, resumeToken, lastSeq } = state;
+  if (typeof sessionId !== "string" || typeof resumeToken !== "string") return undefined;
+  if (!isSeq(lastSeq)) return undefined;
+  const openResponses = state.openResponses ?? [];
+  const toolResults = state.toolResults ?? {};
+  const startedCalls = state.startedCalls ?? [];
+  if (!Array.isArray(openResponses) || !openResponses.every(isOpenResponse)) return undefined;
+  if (!Array.isArray(startedCalls) || !startedCalls.every((id) => typeof id === "string")) return undefined;
+  if (typeof toolResults !== "object" || toolResults === null || Array.isArray(toolResults)) return undefined;
+  if (!Object.values(toolResults).every(isToolResult)) return undefined;
+  return {
+    sessionId,
+    resumeToken,
+    lastSeq,
+    openResponses: openResponses as Array<readonly [string, number]>,
+    toolResults: toolResults as { [callId: string]: ClientMessage },
+    // As many as the client keeps: a longer list is not one it wrote.
+    startedCalls: (startedCalls as string[]).slice(-KEPT_STARTED),
+  };
+}
+
+function isSeq(value: unknown): value is number {
+  return Number.isSafeInteger(value) && (value as number) >= 0;
+}
+
+function isOpenResponse(value: unknown): boolean {
+  return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && isSeq(value[1]);
+}
+
+function isToolResult(value: unknown): boolean {
+  return typeof value === "object" && value !== null && (value as { type?: unknown }).type === "tool.result";
 }

@@ -21,7 +21,8 @@ export interface ToolSpec {
   readonly parameters?: JsonValue;
 }
 
-const KEPT_STARTED = 256;
+/** How many started call ids are kept (the oldest go first). */
+export const KEPT_STARTED = 256;
 
 /** Declared tools, their handlers, and the results not yet acknowledged. */
 export class ToolBox {

@@ -9,6 +9,7 @@ import { test } from "node:test";
 import { Backoff } from "../src/backoff.js";
 import { SessionClient } from "../src/client.js";
 import { SessionClosed } from "../src/errors.js";
+import { watchPageLifecycle } from "../src/lifecycle.js";
 import type { ServerEvent } from "../src/events.js";
 import type { SocketFactory, SocketLike } from "../src/transport.js";
 import { eventually } from "./worker.js";
@@ -73,7 +74,7 @@ class FakeSocket implements SocketLike {
 const READY = { type: "session.ready", session_id: "sess_x", resume_token: "wrt_y", last_seq: 0, heartbeat_interval_ms: 15000 };
 const delta = (seq: number): Record<string, unknown> => ({ type: "response.text.delta", seq, response_id: "resp_1", delta: `d${seq}` });
 
-function harness(serve: (socket: FakeSocket, message: Record<string, unknown>, index: number) => void, canTerminate = true) {
+function harness(serve: (socket: FakeSocket, message: Record<string, unknown>, index: number) => void, canTerminate = true, backoff = new Backoff({ base: 0.001 })) {
   const sockets: FakeSocket[] = [];
   const factory: SocketFactory = (url, protocols) => {
     const index = sockets.length;
@@ -81,7 +82,7 @@ function harness(serve: (socket: FakeSocket, message: Record<string, unknown>, i
     sockets.push(socket);
     return socket;
   };
-  const client = new SessionClient({ url: "ws://fake/", socketFactory: factory, backoff: new Backoff({ base: 0.001 }), clientToken: "wct_abc.def" });
+  const client = new SessionClient({ url: "ws://fake/", socketFactory: factory, backoff, clientToken: "wct_abc.def" });
   const seen: ServerEvent[] = [];
   client.on("*", (e) => seen.push(e));
   return { client, sockets, seen };
@@ -159,5 +160,28 @@ test("a browser socket given up by the watchdog is closed only after the next se
   await eventually(() => sockets[0]?.closedWith !== undefined, 10_000, "the old socket closed");
   assert.equal(sockets[0]?.closedWith, 4000);
   assert.equal(client.connection.silentDrops, 1);
+  client.abandon();
+});
+
+test("the network coming back (online) reconnects at once instead of after the backoff", async () => {
+  // A backoff of about a minute: only wake() can make the resume come in time.
+  const { client, sockets } = harness(
+    (socket, message) => {
+      if (message["type"] === "session.start" || message["type"] === "session.resume") socket.push(READY);
+    },
+    true,
+    new Backoff({ base: 60, cap: 60, random: () => 0.99 }),
+  );
+  const page = { window: new EventTarget(), document: Object.assign(new EventTarget(), { visibilityState: "visible" }) };
+  const unwatch = watchPageLifecycle(client, page);
+  await client.open();
+  client.drop();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.equal(sockets.length, 1, "waiting out the backoff");
+  page.window.dispatchEvent(new Event("online"));
+  await eventually(() => client.connected && sockets.length === 2, 5_000, "resumed after online");
+  page.document.dispatchEvent(new Event("visibilitychange")); // a live connection: only checked
+  assert.equal(sockets.length, 2);
+  unwatch();
   client.abandon();
 });

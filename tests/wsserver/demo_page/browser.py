@@ -1,0 +1,119 @@
+"""A real Chromium (Debian's, driven by its chromedriver) for the demo page tests, and a
+loopback relay between it and a worker that a test can cut like a network."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import threading
+import time
+import wave
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+AUDIO = Path(__file__).parents[2] / "fixtures" / "audio"
+
+
+def spoken_turn_wav(folder: Path) -> Path:
+    """A sentence, then 2.5 s of quiet: the fake microphone loops it, so the user speaks
+    a turn every few seconds (and, while an answer plays, talks over it)."""
+    out = folder / "turns.wav"
+    with wave.open(str(AUDIO / "speech_hello.wav")) as speech:
+        params = speech.getparams()
+        frames = speech.readframes(speech.getnframes())
+    with wave.open(str(out), "wb") as target:
+        target.setparams(params)
+        target.writeframes(frames + b"\0\0" * int(params.framerate * 2.5))
+    return out
+
+
+def chromium(microphone_wav: Path) -> webdriver.Chrome:
+    """Headless Chromium with a fake microphone playing ``microphone_wav`` in a loop."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",  # root in CI containers
+        "--disable-dev-shm-usage",
+        "--use-fake-ui-for-media-stream",
+        "--use-fake-device-for-media-stream",
+        f"--use-file-for-fake-audio-capture={microphone_wav}",
+        "--autoplay-policy=no-user-gesture-required",
+        "--window-size=900,760",
+    ):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def poll(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """``check()``'s first truthy value, polled (a correctness bound, not a speed one)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+class Relay:
+    """A TCP relay on a free loopback port to ``target``; :meth:`cut` drops every
+    connection through it at once, as a network change does, and keeps listening."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.connections: list[socket.socket] = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                upstream = socket.create_connection(self.target)
+            except OSError:  # the worker is gone (teardown): refuse this one too
+                client.close()
+                continue
+            with self.lock:
+                self.connections += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        """End every relayed connection (no WebSocket close handshake reaches either side)."""
+        with self.lock:
+            connections, self.connections = self.connections, []
+        for s in connections:
+            # shutdown() wakes the pump blocked in recv() (a bare close() would not, and
+            # the connection would live on); both peers see TCP end without a close frame.
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def close(self) -> None:
+        self.cut()
+        self.listener.close()
