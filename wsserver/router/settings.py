@@ -33,7 +33,7 @@ class RouterSettings(FrontDoorSettings):
     max_head_bytes: int = Field(16384, ge=1024, description="largest HTTP request head")
     max_attempts: int = Field(5, ge=1, description="workers tried per connection before 503")
     metrics: Literal["on", "off"] = Field(
-        "on", description="Prometheus metrics at GET /metrics (docs/METRICS.md); off: 404"
+        "on", description="on or off: Prometheus metrics at GET /metrics (docs/METRICS.md)"
     )
     linger_timeout: float = Field(
         30.0, gt=0, description="seconds one direction may go on after the other closed"

@@ -234,7 +234,7 @@ class Settings(FrontDoorSettings):
     compression: bool = Field(False, description="enable permessage-deflate")
     metrics: Literal["on", "off"] = Field(
         "on",
-        description="Prometheus metrics at GET /metrics (docs/METRICS.md); off: no "
+        description="on or off: Prometheus metrics at GET /metrics (docs/METRICS.md); off: no "
         "instrumentation work at all, and /metrics answers 404",
     )
     vad: Literal["energy", "silero"] = Field(
