@@ -16,7 +16,7 @@ from loadtest.common.config import (
     stream_load_flags,
 )
 
-FULL = {"sessions": 400, "warmup": 3.0, "duration": 15.0, "rounds": 2}
+FULL = {"sessions": 200, "warmup": 3.0, "duration": 15.0, "rounds": 2}
 QUICK = {"sessions": 50, "warmup": 1.0, "duration": 3.0, "rounds": 1}
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from wsserver.metrics.token_gaps import LoopHistogram
+
 LATENCY_BUCKETS = (
     0.001,
     0.0025,
@@ -41,7 +43,7 @@ class WorkerMetricSet:
 
     registry: CollectorRegistry
     ttft: Histogram
-    inter_token: Histogram
+    inter_token: LoopHistogram
     stop_latency: Histogram
     barge_in: Histogram
     responses: Counter
@@ -68,11 +70,13 @@ def worker_metric_set() -> WorkerMetricSet:
             buckets=LATENCY_BUCKETS,
             registry=r,
         ),
-        inter_token=Histogram(
-            "wsserver_inter_token_seconds",
-            "gap between consecutive output chunks of one engine request",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
+        inter_token=_registered(
+            r,
+            LoopHistogram(
+                "wsserver_inter_token_seconds",
+                "gap between consecutive output chunks of one engine request",
+                LATENCY_BUCKETS,
+            ),
         ),
         stop_latency=Histogram(
             "wsserver_stop_latency_seconds",
@@ -149,6 +153,11 @@ def worker_metric_set() -> WorkerMetricSet:
             registry=r,
         ),
     )
+
+
+def _registered(registry: CollectorRegistry, histogram: LoopHistogram) -> LoopHistogram:
+    registry.register(histogram)
+    return histogram
 
 
 @dataclass(frozen=True, slots=True)

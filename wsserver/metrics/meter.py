@@ -12,6 +12,8 @@ from time import monotonic
 
 from prometheus_client import Histogram
 
+from wsserver.metrics.token_gaps import LoopHistogram
+
 _NEVER = -1.0
 
 
@@ -55,7 +57,7 @@ class SessionMeter(NoMeter):
     )
 
     def __init__(
-        self, ttft: Histogram, inter_token: Histogram, stop: Histogram, barge_in: Histogram
+        self, ttft: Histogram, inter_token: LoopHistogram, stop: Histogram, barge_in: Histogram
     ) -> None:
         self._ttft = ttft
         self._inter_token = inter_token
