@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from tests.wsserver.audio_fixtures import BYTES_PER_MS, pcm, silence
 from tests.wsserver.frontdoor.http import connect_as
 from tests.wsserver.metrics.conftest import MeteredWorker
 from tests.wsserver.metrics.scrape import get, moved, scrape, value
 from tests.wsserver.session.test_tool_calls import PARIS, WEATHER
+from tests.wsserver.session.test_voice import Mic, voice
 from tests.wsserver.wire import RawClient
 
 
@@ -140,3 +142,36 @@ async def test_refusals_are_counted_by_reason_and_metrics_need_an_admin(
     status, content_type, body = await asyncio.to_thread(get, worker.admin_base + "/metrics")
     assert status == 200 and content_type.startswith("text/plain")
     assert "wsserver_responses_total" in body
+
+
+async def test_a_barge_in_and_a_cancel_are_timed_to_their_done(worker: MeteredWorker) -> None:
+    client = await connect_as(worker.url, key=worker.user_key)
+    await client.start(audio=voice())
+    mic = Mic(client)
+    await mic.play(silence(200), realtime=False)
+    before = await scraped(worker)
+    await client.send({"type": "response.create", "input": "talk to me for a while"})
+    await client.until("response.created")
+    # Voice right away (not paced: the detector reads the samples, not the clock).
+    await mic.play(pcm("speech_hello")[: 600 * BYTES_PER_MS], realtime=False)
+    first = await client.until("response.done")
+    assert (first["status"], first["reason"]) == ("interrupted", "speech")
+    await client.close()
+    client = await connect_as(worker.url, key=worker.user_key)
+    await client.start()
+    await client.send({"type": "response.create", "input": "cancel me"})
+    await client.until("response.created")
+    await client.send({"type": "response.cancel"})
+    second = await client.until("response.done")
+    assert second["status"] == "cancelled"
+    after = await scraped(worker)
+    assert moved(before, after, "wsserver_barge_in_seconds_count") == 1
+    cancels = moved(before, after, "wsserver_stop_latency_seconds_count", kind="response.cancel")
+    assert cancels == 1
+    assert (
+        moved(before, after, "wsserver_responses_total", status="interrupted", reason="speech") == 1
+    )
+    assert (
+        moved(before, after, "wsserver_responses_total", status="cancelled", reason="client") == 1
+    )
+    await client.close()
