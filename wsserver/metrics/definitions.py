@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Histogram, disable_created_metrics
 
 from wsserver.metrics.token_gaps import LoopHistogram
+
+# No `_created` series beside each counter and histogram: they double the series a
+# scrape stores and no panel reads them (the library's switch is process-wide).
+disable_created_metrics()
 
 LATENCY_BUCKETS = (
     0.001,
