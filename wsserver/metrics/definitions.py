@@ -14,7 +14,7 @@ from wsserver.metrics.token_gaps import LoopHistogram
 
 # No `_created` series beside each counter and histogram: they double the series a
 # scrape stores and no panel reads them (the library's switch is process-wide).
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]  # the library leaves it unannotated
 
 LATENCY_BUCKETS = (
     0.001,
