@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from tests.processes import WorkerProcess, eventually
+from tests.redis_server import free_port
 from tests.wsserver.frontdoor.http import connect_as
 from tests.wsserver.metrics.conftest import keys_file
 from tests.wsserver.metrics.scrape import get, moved, scrape
@@ -28,7 +29,8 @@ async def test_relayed_bytes_placements_and_refusals_are_counted(
     registry = RedisWorkerRegistry(redis_url, ttl=120)
     worker = WorkerProcess("--store", redis_url, *FAST, "--api-keys-file", keys, name="w1")
     worker.start()
-    router = RouterProcess(redis_url, "--api-keys-file", keys)
+    admin_port = free_port()
+    router = RouterProcess(redis_url, "--api-keys-file", keys, "--admin-port", str(admin_port))
     refusing = RefusingWorker()
     try:
         base = router.url.replace("ws://", "http://")
@@ -55,6 +57,9 @@ async def test_relayed_bytes_placements_and_refusals_are_counted(
         await again.close()
         assert (await asyncio.to_thread(get, base + "/metrics"))[0] == 401
         assert (await asyncio.to_thread(get, base + "/metrics", user))[0] == 403
+        # The admin listener needs no credential.
+        status, _, text = await asyncio.to_thread(get, f"http://127.0.0.1:{admin_port}/metrics")
+        assert status == 200 and "wsserver_router_relayed_bytes_total" in text
 
         def relayed_twice() -> bool:
             after = scrape(base, admin)
@@ -80,3 +85,12 @@ async def test_relayed_bytes_placements_and_refusals_are_counted(
         await registry.close()
         assert router.stop() == 0
         worker.stop()
+
+
+def test_a_router_with_metrics_off_answers_404(redis_url: str) -> None:
+    router = RouterProcess(redis_url, "--metrics", "off")
+    try:
+        status, _, body = get(router.url.replace("ws://", "http://") + "/metrics")
+        assert status == 404 and "metrics are off" in body
+    finally:
+        assert router.stop() == 0
