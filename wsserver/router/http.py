@@ -14,7 +14,10 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from prometheus_client import CollectorRegistry
+
 from wsserver.frontdoor.authenticator import AuthRefusal
+from wsserver.metrics import CONTENT_TYPE, render
 from wsserver.router.errors import MalformedHead
 
 SESSION_HEADER = "x-wsserver-session"
@@ -109,3 +112,18 @@ async def respond(
     writer.write(head.encode() + payload)
     with contextlib.suppress(OSError):
         await writer.drain()
+
+
+async def respond_metrics(writer: asyncio.StreamWriter, registry: CollectorRegistry | None) -> None:
+    """``GET /metrics``: the Prometheus text format; 404 with ``--metrics off``."""
+    if registry is None:
+        return await respond(writer, HTTPStatus.NOT_FOUND, {"error": "metrics are off"})
+    payload = render(registry)
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"
+        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    )
+    writer.write(head.encode() + payload)
+    with contextlib.suppress(OSError):
+        await writer.drain()
+    return None

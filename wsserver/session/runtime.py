@@ -40,6 +40,7 @@ from protocol.session.inputs import (
     SessionEnding,
     SessionMessage,
     SessionMoved,
+    SpeechStarted,
     StopRunning,
     TimerFired,
     TimerKind,
@@ -60,6 +61,9 @@ from wsserver.transport.base import Transport
 
 log = logging.getLogger(__name__)
 
+_STOPS = frozenset({"response.interrupt", "response.cancel"})
+"""Client messages that stop the running response (their latency to response.done is timed)."""
+
 __all__ = ["Departure", "RuntimeContext", "RuntimeHost", "SessionRuntime"]
 
 
@@ -77,6 +81,7 @@ class SessionRuntime:
         "engine",
         "journal",
         "lost_after_seq",
+        "meter",
         "principal",
         "token_hash",
         "transport",
@@ -112,6 +117,7 @@ class SessionRuntime:
         self._timers: SessionTimers | None = None
         self._ledger: ToolLedger | None = None
         self.voice: VoiceInput | None = None
+        self.meter = context.metrics.session_meter()
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
             self.voice = VoiceInput(audio, context.vad, context.audio_limits)
@@ -200,6 +206,8 @@ class SessionRuntime:
 
     def handle(self, message: SessionMessage) -> None:
         """A validated client message of the session (the reader never waits here)."""
+        if message.type in _STOPS:
+            self.meter.stop_requested(message.type)
         self.feed(message)
 
     def reject(self, violation: ProtocolViolation) -> None:
@@ -220,6 +228,8 @@ class SessionRuntime:
             return
         # Most chunks cause nothing (50 a second each): the core hears only events.
         for event in events:
+            if type(event) is SpeechStarted and self.core.session.active is not None:
+                self.meter.speech_started()
             self.feed(event)
 
     def next_event(self) -> Event | None:
@@ -259,6 +269,7 @@ class SessionRuntime:
 
     def start_generation(self, effect: StartGeneration) -> None:
         request = effect.request
+        self.meter.generation_started()
         try:
             generation = self.engine.submit(request, ResponseSink(self, effect.response_id))
         except EngineOverloaded:
@@ -280,6 +291,7 @@ class SessionRuntime:
     def engine_output(self, response_id: str, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
         try:
+            self.meter.chunk()
             # Once per token: the core's allocation-free entry for EngineOutput.
             self.execute(self.core.output(response_id, chunk, time.monotonic(), self._generation))
         except Exception:
@@ -399,5 +411,9 @@ class SessionRuntime:
 
     def settle(self, *, include_unsent: bool = False) -> None:
         """Write the usage of finished responses to the store's ledger."""
+        start = len(self.journal.usage)
         if self.journal.settle(include_unsent=include_unsent):
             self.persist()
+        self.context.metrics.responses_ended(self.journal.usage, start)
+        if not include_unsent:  # the writer's call, right after a response.done left
+            self.meter.done_sent()

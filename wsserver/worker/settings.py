@@ -234,6 +234,11 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
     max_input_chars: int = Field(100_000, ge=1, description="longest user input in characters")
     compression: bool = Field(False, description="enable permessage-deflate")
+    metrics: Literal["on", "off"] = Field(
+        "on",
+        description="on or off: Prometheus metrics at GET /metrics (docs/METRICS.md); off: no "
+        "instrumentation work at all, and /metrics answers 404",
+    )
     vad: Literal["energy", "silero"] = Field(
         "energy",
         description="voice-activity detector of sessions with server VAD: 'energy' (numpy) or "
