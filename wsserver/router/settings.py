@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -46,6 +46,11 @@ class RouterSettings(FrontDoorSettings):
         "",
         description="CA bundle that signs the certificates of wss:// workers "
         "(default: the system's)",
+    )
+    log_format: Literal["auto", "json", "human"] = Field(
+        "auto",
+        description="log lines on stderr: 'json' (one JSON object a line), 'human', or 'auto' "
+        "(human on a terminal, json otherwise)",
     )
 
     @classmethod
