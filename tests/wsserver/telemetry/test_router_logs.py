@@ -16,7 +16,7 @@ async def test_router_json_and_human_lines() -> None:
     for log_format in ("json", "human"):
         router = RouterProcess(NO_STORE, "--log-format", log_format, "--store-timeout", "0.2")
         try:
-            await eventually(lambda: any("registry unavailable" in x for x in router.lines))
+            await eventually(lambda r=router: any("registry unavailable" in x for x in r.lines))
         finally:
             router.stop()
         lines[log_format] = [x for x in router.lines if "registry unavailable" in x]
