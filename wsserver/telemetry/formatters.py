@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import reprlib
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,16 +33,20 @@ def _ids(record: logging.LogRecord) -> tuple[str | None, str | None]:
     return session, response
 
 
-def _value(value: Any) -> Any:
+MAX_DEPTH = 4
+"""Nesting kept in a field value (deeper parts are written as text)."""
+
+
+def _value(value: Any, depth: int = 0) -> Any:
     """A JSON-safe, bounded copy of a field value."""
     if value is None or isinstance(value, bool | int | float):
         return value
-    if isinstance(value, dict):
+    if depth < MAX_DEPTH and isinstance(value, dict):
         items = list(value.items())[:MAX_FIELDS]
-        return {clean(str(k), 128): _value(v) for k, v in items}
-    if isinstance(value, list | tuple):
-        return [_value(v) for v in value[:MAX_FIELDS]]
-    return clean(str(value))
+        return {clean(str(k), 128): _value(v, depth + 1) for k, v in items}
+    if depth < MAX_DEPTH and isinstance(value, list | tuple):
+        return [_value(v, depth + 1) for v in value[:MAX_FIELDS]]
+    return clean(reprlib.repr(value) if isinstance(value, dict | list | tuple) else str(value))
 
 
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:

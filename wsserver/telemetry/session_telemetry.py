@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 from protocol.session.responses import ResponseState
 from protocol.session.state import ServerSession
+from protocol.usage import Usage
 from wsserver.telemetry.formatters import FIELDS_ATTRIBUTE
 from wsserver.telemetry.spans import ResponseSpan
 from wsserver.telemetry.state import PROCESS
+from wsserver.telemetry.tracing import ResponseTracer
 
 log = logging.getLogger("wsserver.telemetry")
 
@@ -91,6 +93,19 @@ class SessionTelemetry:
         log.info("response %s", status, extra={FIELDS_ATTRIBUTE: fields})
         tracer = PROCESS.tracer
         if tracer is not None and timing is not None:
+            self._trace(tracer, response, status, usage, timing, ttft_ms)
+
+    def _trace(
+        self,
+        tracer: ResponseTracer,
+        response: ResponseState,
+        status: str,
+        usage: Usage,
+        timing: _Timing,
+        ttft_ms: float | None,
+    ) -> None:
+        # Called where the session's writer settles usage: a tracing fault must not end it.
+        try:
             tracer.record(
                 ResponseSpan(
                     worker=PROCESS.worker_id,
@@ -109,6 +124,8 @@ class SessionTelemetry:
                     end_ns=time.time_ns(),
                 )
             )
+        except Exception as exc:
+            log.warning("span of %s not recorded: %s", response.id, exc)
 
     def session_ended(self, reason: str, session: ServerSession) -> None:
         """The session is over on this worker (``reason``: ended, expired, moved)."""

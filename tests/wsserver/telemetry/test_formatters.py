@@ -156,3 +156,16 @@ def test_auto_is_human_on_a_terminal_and_json_otherwise() -> None:
     assert resolve_format("auto", Terminal()) == "human"
     assert resolve_format("auto", io.StringIO()) == "json"
     assert resolve_format("json", Terminal()) == "json"
+
+
+def test_a_self_containing_field_is_cut_at_a_depth(
+    output: tuple[logging.Logger, io.StringIO, io.StringIO],
+) -> None:
+    logger, json_out, human_out = output
+    loop: dict[str, object] = {}
+    loop["again"] = loop
+    logger.info("nested", extra={FIELDS_ATTRIBUTE: {"loop": loop}})
+    (line,) = lines_of(json_out)
+    deepest = json.loads(line)["loop"]["again"]["again"]["again"]["again"]
+    assert isinstance(deepest, str) and deepest.startswith("{'again': {")
+    assert len(lines_of(human_out)) == 1
