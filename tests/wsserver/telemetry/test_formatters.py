@@ -11,10 +11,11 @@ from collections.abc import Iterator
 
 import pytest
 
+from wsserver.frontdoor.redaction import _PATTERNS, redact
 from wsserver.telemetry import bind_session, configure_logging, response_context
 from wsserver.telemetry.formatters import FIELDS_ATTRIBUTE
 from wsserver.telemetry.logging_setup import resolve_format
-from wsserver.telemetry.sanitize import MAX_MESSAGE_CHARS, register_secret
+from wsserver.telemetry.sanitize import _MAYBE_SECRET, MAX_MESSAGE_CHARS, register_secret
 
 SECRETS = {
     "api key": "wsk_" + "A1b2" * 11,
@@ -169,3 +170,16 @@ def test_a_self_containing_field_is_cut_at_a_depth(
     deepest = json.loads(line)["loop"]["again"]["again"]["again"]["again"]
     assert isinstance(deepest, str) and deepest.startswith("{'again': {")
     assert len(lines_of(human_out)) == 1
+
+
+def test_the_quick_check_finds_whatever_redaction_would_change() -> None:
+    # clean() runs the redaction patterns only where the quick search finds a hint.
+    prefixed = [v for k, v in SECRETS.items() if k != "upstream key"]
+    samples = [*prefixed, "Authorization: BEARER abc.def", '{"resume_token": "xyz"}']
+    samples.append("wsserver.token.abc")
+    for text in samples:
+        assert redact(text) != text
+        assert _MAYBE_SECRET.search(text), text
+    # A pattern added to the redaction needs its hint here too.
+    for pattern, _ in _PATTERNS:
+        assert _MAYBE_SECRET.search(pattern.pattern.replace("\\", "")), pattern.pattern
