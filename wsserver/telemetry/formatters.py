@@ -8,6 +8,7 @@ put in a field cannot start a forged line.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import reprlib
@@ -49,6 +50,12 @@ def _value(value: Any, depth: int = 0) -> Any:
     return clean(reprlib.repr(value) if isinstance(value, dict | list | tuple) else str(value))
 
 
+@functools.lru_cache(maxsize=512)
+def _key(key: str) -> str:
+    """A field name, cleaned once: the same few names come with every line."""
+    return clean(key, 64)
+
+
 def record_fields(record: logging.LogRecord) -> dict[str, Any]:
     """Everything one line says, as plain data: the common fields, then the record's own."""
     session, response = _ids(record)
@@ -63,7 +70,7 @@ def record_fields(record: logging.LogRecord) -> dict[str, Any]:
     }
     own = getattr(record, FIELDS_ATTRIBUTE, None) or {}
     for key, value in list(own.items())[:MAX_FIELDS]:
-        key = clean(str(key), 64)
+        key = _key(key) if isinstance(key, str) else clean(str(key), 64)
         if key not in out:
             out[key] = _value(value)
     if record.exc_info and not record.exc_text:
