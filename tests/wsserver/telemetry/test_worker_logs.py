@@ -18,7 +18,16 @@ WORKER = "telemetry-worker"
 @pytest.fixture(scope="module")
 def worker() -> Iterator[WorkerProcess]:
     process = WorkerProcess(
-        "--log-format", "json", "--decode-rate", "400", "--answer-tokens", "40", name=WORKER
+        "--log-format",
+        "json",
+        "--decode-rate",
+        "400",
+        "--answer-tokens",
+        "40",
+        # A dropped client's session expires in a second (the other tests close theirs).
+        "--resume-window",
+        "1",
+        name=WORKER,
     ).start()
     yield process
     process.stop()
@@ -65,6 +74,27 @@ async def test_an_interrupted_response_and_the_session_end(worker: WorkerProcess
     for key in ("input_tokens", "output_tokens_generated", "output_tokens_delivered"):
         assert end[key] == first["usage"][key] + second["usage"][key], key
     assert end["duration_ms"] > 0
+
+
+async def test_a_dropped_session_expires_and_its_unsent_done_still_logs(
+    worker: WorkerProcess,
+) -> None:
+    client = await RawClient.connect(worker.url)
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": "cut off"})
+    created = await client.until("response.created")
+    await client.until("response.text.delta")
+    # No close frame: the answer finishes for nobody, the session waits a second for a
+    # resume, then expires; the response's done was never sent, its line still comes.
+    client.abort()
+    session = ready["session_id"]
+    end = await line_where(worker, event="session.end", session_id=session)
+    assert end["reason"] == "expired" and end["departure"] == "connection_lost"
+    response = await line_where(worker, event="response.end", session_id=session)
+    assert response["response_id"] == created["response_id"]
+    assert response["status"] == "completed" and response["output_tokens_generated"] == 40
+    assert end["output_tokens_generated"] == response["output_tokens_generated"]
+    assert end["responses"] == 1
 
 
 async def test_every_line_is_json_after_the_banner(worker: WorkerProcess) -> None:
