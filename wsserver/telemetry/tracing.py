@@ -35,6 +35,10 @@ def otlp_endpoint(configured: str) -> str:
 
 def start_tracing(endpoint: str, *, service_name: str) -> ResponseTracer:
     """Export spans over OTLP/HTTP (protobuf) to ``endpoint``; needs the otel extra."""
+    if not endpoint.startswith(("http://", "https://")):
+        raise TelemetryConfigError(
+            f"the otlp endpoint must be an http:// or https:// url, not {endpoint[:100]!r}"
+        )
     try:
         from wsserver.telemetry.otel import OtelResponseTracer
     except ImportError as exc:

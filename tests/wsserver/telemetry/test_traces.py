@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.processes import WorkerProcess, cli_env, eventually
+from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.wsserver.telemetry.otlp_receiver import OtlpReceiver, ReceivedSpan
 from tests.wsserver.telemetry.worker_lines import line_where
 from tests.wsserver.wire import RawClient
@@ -115,6 +115,18 @@ sys.modules["opentelemetry"] = None
 from wsserver.cli.main import main
 sys.exit(main(["serve", "--port", "0"]))
 """
+
+
+def test_an_endpoint_that_is_no_url_exits_2() -> None:
+    out = subprocess.run(
+        [*WSSERVER, "serve", "--port", "0", "--otlp-endpoint", "collector:4318"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "must be an http:// or https:// url" in out.stderr and "Traceback" not in out.stderr
 
 
 def test_an_endpoint_without_the_extra_exits_2() -> None:
