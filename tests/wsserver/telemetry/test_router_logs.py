@@ -11,17 +11,23 @@ from tests.wsserver.router.test_router import RouterProcess
 NO_STORE = "redis://127.0.0.1:1/0"
 
 
+def unavailable(router: RouterProcess) -> list[str]:
+    return [x for x in router.lines if "registry unavailable" in x]
+
+
 async def test_router_json_and_human_lines() -> None:
-    lines: dict[str, list[str]] = {}
-    for log_format in ("json", "human"):
-        router = RouterProcess(NO_STORE, "--log-format", log_format, "--store-timeout", "0.2")
-        try:
-            await eventually(lambda r=router: any("registry unavailable" in x for x in r.lines))
-        finally:
+    routers = {
+        log_format: RouterProcess(NO_STORE, "--log-format", log_format, "--store-timeout", "0.2")
+        for log_format in ("json", "human")
+    }
+    try:
+        await eventually(lambda: all(unavailable(r) for r in routers.values()))
+    finally:
+        for router in routers.values():
             router.stop()
-        lines[log_format] = [x for x in router.lines if "registry unavailable" in x]
-    record = json.loads(lines["json"][0])
+    record = json.loads(unavailable(routers["json"])[0])
     assert record["level"] == "WARNING" and record["logger"] == "wsserver.router.server"
     assert record["message"].startswith("registry unavailable, keeping 0 workers")
-    assert " WARNING wsserver.router.server: registry unavailable" in lines["human"][0]
-    assert not lines["human"][0].startswith("{")
+    human = unavailable(routers["human"])[0]
+    assert " WARNING wsserver.router.server: registry unavailable" in human
+    assert not human.startswith("{")
