@@ -50,6 +50,11 @@ class RouterSettings(FrontDoorSettings):
         description="CA bundle that signs the certificates of wss:// workers "
         "(default: the system's)",
     )
+    log_format: Literal["auto", "json", "human"] = Field(
+        "auto",
+        description="log lines on stderr: 'json' (one JSON object a line), 'human', or 'auto' "
+        "(human on a terminal, json otherwise)",
+    )
 
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> RouterSettings:

@@ -57,6 +57,8 @@ from wsserver.session.persistence import SessionJournal
 from wsserver.session.recreate import recreate_record
 from wsserver.session.timers import SessionTimers
 from wsserver.session.voice import VoiceInput
+from wsserver.telemetry import SessionTelemetry
+from wsserver.telemetry.context import response_context
 from wsserver.transport.base import Transport
 
 log = logging.getLogger(__name__)
@@ -83,6 +85,7 @@ class SessionRuntime:
         "lost_after_seq",
         "meter",
         "principal",
+        "telemetry",
         "token_hash",
         "transport",
         "voice",
@@ -107,6 +110,7 @@ class SessionRuntime:
         # buffer here is the log. It still gets the conversation, state and usage.
         session.keep_unpersisted = shared
         self.core = SessionCore(session, core_settings(context))
+        self.telemetry = SessionTelemetry(session.session_id)
         self.transport: Transport | None = None
         self._generation: Generation | None = None
         self._recreating = False
@@ -202,6 +206,7 @@ class SessionRuntime:
         if self.transport is not transport:
             return
         self.transport = None
+        self.telemetry.departure = reason
         self.feed(TransportDeparted(departure, reason))
 
     def handle(self, message: SessionMessage) -> None:
@@ -270,8 +275,12 @@ class SessionRuntime:
     def start_generation(self, effect: StartGeneration) -> None:
         request = effect.request
         self.meter.generation_started()
+        self.telemetry.generation_started(effect.response_id)
         try:
-            generation = self.engine.submit(request, ResponseSink(self, effect.response_id))
+            # In a context naming the response: the engine's tasks log with its ids.
+            generation = response_context(self.session_id, effect.response_id).run(
+                self.engine.submit, request, ResponseSink(self, effect.response_id)
+            )
         except EngineOverloaded:
             self.feed(GenerationRefused(effect.response_id, overloaded=True))
             return
@@ -290,6 +299,7 @@ class SessionRuntime:
 
     def engine_output(self, response_id: str, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
+        self.telemetry.output(response_id)
         try:
             self.meter.chunk()
             # Once per token: the core's allocation-free entry for EngineOutput.
@@ -367,6 +377,7 @@ class SessionRuntime:
         if self.core.closed:
             return
         self.feed(SessionEnding())
+        self.telemetry.session_ended("ended" if remove_from_store else "expired", self.session)
         if self._timers is not None:
             self._timers.cancel_all()
         self.journal.final = True
@@ -378,6 +389,7 @@ class SessionRuntime:
         if self.core.closed:
             return
         self.feed(SessionMoved())
+        self.telemetry.session_ended("moved", self.session)
         if self._timers is not None:
             self._timers.cancel_all()
         # Let the transport go first: its close is no departure of this session.
@@ -412,7 +424,7 @@ class SessionRuntime:
     def settle(self, *, include_unsent: bool = False) -> None:
         """Write the usage of finished responses to the store's ledger."""
         start = len(self.journal.usage)
-        if self.journal.settle(include_unsent=include_unsent):
+        if self.journal.settle(include_unsent=include_unsent, ended=self.telemetry.response_ended):
             self.persist()
         self.context.metrics.responses_ended(self.journal.usage, start)
         if not include_unsent:  # the writer's call, right after a response.done left

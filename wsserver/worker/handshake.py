@@ -20,6 +20,7 @@ from wsserver.frontdoor.principal import Principal
 from wsserver.metrics import WorkerMetrics
 from wsserver.session.runtime import Departure, SessionRuntime
 from wsserver.store.base import SessionStore, SessionStoreUnavailable
+from wsserver.telemetry import bind_session
 from wsserver.transport.websocket import Connection
 from wsserver.worker.session_manager import SessionManager
 from wsserver.worker.settings import Settings
@@ -150,6 +151,7 @@ def _bind(
 ) -> None:
     runtime.attach(connection)
     connection.bind(runtime)
+    bind_session(runtime.session_id)  # the reader's lines from now on name the session
     ready = connection_message(
         SESSION_READY,
         protocol=PROTOCOL_VERSION,

@@ -366,6 +366,18 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     quota_ipv6_prefix: int = Field(
         64, ge=32, le=128, description="IPv6 clients in one network of this length count as one"
     )
+    # -- telemetry (docs/OBSERVABILITY.md)
+    log_format: Literal["auto", "json", "human"] = Field(
+        "auto",
+        description="log lines on stderr: 'json' (one JSON object a line), 'human', or 'auto' "
+        "(human on a terminal, json otherwise)",
+    )
+    otlp_endpoint: str = Field(
+        "",
+        description="OTLP/HTTP collector to export a span per response to, e.g. "
+        "http://127.0.0.1:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no traces; "
+        "needs pip install 'wsserver[otel]')",
+    )
 
     @classmethod
     def from_env(cls, overrides: dict[str, Any] | None = None) -> Settings:
