@@ -110,6 +110,10 @@ async def answer(s: Session, ctx: Context, plan: Plan, *, speech_end: float | No
                 rec.sample("interrupt_last_audio_ms", (last_audio or interrupted) - interrupted)
             if talking is not None:
                 await talking
+            if s.cut_pending:
+                # Cut after the done was already buffered here: resume anyway, so that
+                # every cut is judged (nothing may come again, nothing may be missing).
+                await s.resume()
             return str(event.get("status"))
 
 
@@ -122,7 +126,7 @@ async def speak(s: Session, ctx: Context, pcm: bytes) -> float:
     for index, chunk in enumerate(chunks):
         due = began + index * ctx.settings.chunk_ms / 1000
         await asyncio.sleep(max(0.0, due - time.monotonic()))
-        await s.send_audio(chunk, index, last=index == len(chunks) - 1)
+        await s.send_audio(chunk, last=index == len(chunks) - 1)
     return time.monotonic()
 
 
@@ -147,8 +151,9 @@ async def voice(s: Session, ctx: Context) -> None:
     """A voice session: a spoken turn, then its answer in text and audio."""
     await s.open(voice_start(create_response=True))
     ctx.rec.active += 1
+    turn = ctx.speech[: ctx.settings.turn_ms * 32] if ctx.settings.turn_ms else ctx.speech
     while ctx.loading():
-        ended = await speak(s, ctx, ctx.speech)
+        ended = await speak(s, ctx, turn)
         await answer(s, ctx, Plan(), speech_end=ended)
         await asyncio.sleep(ctx.settings.think)
 
@@ -192,6 +197,7 @@ async def drop_all(sessions: list[Session], ctx: Context, at: float) -> None:
 async def slow_reader(s: Session, ctx: Context, *, stop: bool) -> None:
     """A reader that stops (or slows) while answers stream; asks on blindly meanwhile."""
     s.receive_buffer = 4096
+    s.asks_blindly = True
     await s.open(voice_start(create_response=False))
     ctx.rec.active += 1
     pause = ctx.settings.slow_read_s
@@ -206,7 +212,7 @@ async def slow_reader(s: Session, ctx: Context, *, stop: bool) -> None:
                 await s.recv(EVENT_TIMEOUT_S)
                 await asyncio.sleep(pause)
         # Read what is left: the backlog, then the server's close if it closed.
-        end = time.monotonic() + 3.0
+        end = min(time.monotonic() + 3.0, ctx.load_until + ctx.settings.drain - 0.5)
         while time.monotonic() < end:
             await s.recv(max(0.01, end - time.monotonic()))
         ctx.rec.close_codes["still open"] += 1

@@ -95,7 +95,7 @@ def warnings_of(target: Outcome, base: Outcome | None, *, remote: bool) -> list[
     for name, outcome in (("target", target), ("baseline", base)):
         if outcome is None:
             continue
-        errors = {k: v for k, v in outcome.rec.errors.items() if k != "response_in_progress"}
+        errors = dict(outcome.rec.errors)
         if errors:
             out.append(f"{name} errors: {errors}")
     out += resumes_broken(target)

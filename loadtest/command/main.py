@@ -75,8 +75,13 @@ async def _run(scenario: str, settings: Settings) -> tuple[Outcome, Outcome | No
 def run_scenario(scenario: str, settings: Settings) -> int:
     """Both runs, the table, the report and the plots; the exit status."""
     raise_fd_limit()
+    return asyncio.run(run_scenario_async(scenario, settings))
+
+
+async def run_scenario_async(scenario: str, settings: Settings) -> int:
+    """:func:`run_scenario` in a running loop (several scenarios can share one)."""
     started = datetime.now().isoformat(timespec="seconds")
-    measured, base, url = asyncio.run(_run(scenario, settings))
+    measured, base, url = await _run(scenario, settings)
     report = report_of(
         scenario,
         settings,
@@ -85,7 +90,8 @@ def run_scenario(scenario: str, settings: Settings) -> int:
         target_url=_without_query(url),
         environment={**environment(), "started_at": started},
     )
-    plots = write_plots(report, settings.report)
+    # Off the loop: the plots take a while, and other runs may share this loop.
+    plots = await asyncio.to_thread(write_plots, report, settings.report)
     report["plots"] = [p.name for p in plots]
     write_json(settings.report, report)
     figures = build_figures(scenario, settings, measured, base)
@@ -108,11 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     benchmarks = available_benchmarks()
     if args_in and args_in[0] in benchmarks:
         module = benchmarks[args_in[0]][0]
-        sys.argv = [f"python -m {module}", *args_in[1:]]
+        saved, sys.argv = sys.argv, [f"python -m {module}", *args_in[1:]]
         try:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
         except SystemExit as done:
             return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
+        finally:
+            sys.argv = saved
         return 0
     parser = build_parser()
     args = parser.parse_args(args_in)

@@ -62,6 +62,8 @@ class Settings:
     """slow-clients: a slow reader's pause between two messages."""
     chunk_ms: int = 20
     """voice: input audio per chunk (sent in real time)."""
+    turn_ms: int = 0
+    """voice: length of each spoken turn (0: the whole recording, about 2 s)."""
     mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     worker_args: list[str] = field(default_factory=list)
 
@@ -81,8 +83,8 @@ class Settings:
             out.append("url must start with ws:// or wss://")
         if not 1 <= self.interrupt_after < self.answer_tokens:
             out.append("interrupt_after must be in [1, answer_tokens)")
-        if not 10 <= self.chunk_ms <= 200:
-            out.append("chunk_ms must be 10..200")
+        if not 10 <= self.chunk_ms <= 200 or self.turn_ms < 0:
+            out.append("chunk_ms must be 10..200 and turn_ms >= 0")
         unknown = set(self.mix) - set(DEFAULT_MIX)
         if unknown or not self.mix or any(w < 0 for w in self.mix.values()):
             out.append(f"mix weights are for {sorted(DEFAULT_MIX)}, >= 0")
@@ -114,6 +116,7 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slow-share", type=float, help="slow-clients: share of bad readers (0.5)")
     p.add_argument("--slow-read-s", type=float, help="slow-clients: pause per message (0.2)")
     p.add_argument("--chunk-ms", type=int, help="voice: audio per chunk (20)")
+    p.add_argument("--turn-ms", type=int, help="voice: spoken turn length (0: whole, ~2 s)")
     p.add_argument("--mix", help="mixed: weights, e.g. chat=5,voice=2,handoff=1")
     p.add_argument(
         "--worker-arg", dest="worker_args", action="append", metavar="FLAG",
@@ -149,6 +152,21 @@ def parse_mix(text: str) -> dict[str, float]:
     return out
 
 
+def _check_types(values: dict[str, Any]) -> None:
+    """Each value of the kind its default has (an int is a float too; a path is a string)."""
+    defaults = Settings()
+    for name, value in values.items():
+        default = getattr(defaults, name)
+        want: type = str if isinstance(default, Path) else type(default)
+        if name == "mix" and isinstance(value, str):
+            continue
+        ok = isinstance(value, want) or (want is float and isinstance(value, int))
+        if isinstance(value, bool) and want is not bool:
+            ok = False
+        if not ok and not isinstance(value, Path):
+            raise SettingsError(f"{name}: want {want.__name__}, got {type(value).__name__}")
+
+
 def settings_from(args: argparse.Namespace, scenario: str) -> Settings:
     """The file's keys, then the flags given, then the report path; refused if invalid."""
     values: dict[str, Any] = read_config_file(args.config) if args.config else {}
@@ -156,6 +174,7 @@ def settings_from(args: argparse.Namespace, scenario: str) -> Settings:
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
+    _check_types(values)
     if isinstance(values.get("mix"), str):
         values["mix"] = parse_mix(values["mix"])
     if "report" in values:

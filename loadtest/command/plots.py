@@ -1,17 +1,20 @@
-"""The PNG plots written beside a report: latency CDFs and the run over time."""
+"""The PNG plots written beside a report: latency CDFs and the run over time.
+
+Figures are made without pyplot (no global state, the Agg canvas: files only), so
+several runs can write their plots from threads at once.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # no display: files only
-
-import matplotlib.pyplot as plt
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 
 from loadtest.command.figures import LATENCY_FIGURES
+
+DPI = 80
 
 SERIES = (("target", "-"), ("baseline", "--"))
 
@@ -28,7 +31,9 @@ def latency_plot(report: dict[str, Any], path: Path) -> Path | None:
     keys = [(n, k) for n, k in LATENCY_FIGURES if results["target"]["samples_ms"].get(k)]
     if not keys:
         return None
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.4), squeeze=False)
+    fig = Figure(figsize=(4.2 * len(keys), 3.4))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(keys), squeeze=False)
     for ax, (name, key) in zip(axes[0], keys, strict=True):
         for series, style in SERIES:
             values = (results.get(series) or {}).get("samples_ms", {}).get(key)
@@ -41,14 +46,15 @@ def latency_plot(report: dict[str, Any], path: Path) -> Path | None:
         ax.legend(fontsize="small")
     fig.suptitle(f"{report['scenario']}: latency")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    fig.savefig(path, dpi=DPI)
     return path
 
 
 def timeline_plot(report: dict[str, Any], path: Path) -> Path:
     """Tokens/s, events/s and sessions active over time (and the worker's RSS when local)."""
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
+    fig = Figure(figsize=(13, 3.4))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 3)
     panels = (
         ("tokens_per_s", "delivered tokens/s"),
         ("events_per_s", "events/s"),
@@ -70,8 +76,7 @@ def timeline_plot(report: dict[str, Any], path: Path) -> Path:
         twin.set_ylabel("worker RSS (MiB, dotted)")
     fig.suptitle(f"{report['scenario']}: over time")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    fig.savefig(path, dpi=DPI)
     return path
 
 

@@ -81,8 +81,11 @@ class Session:
         self.ledger = SeqLedger()
         self.resumable = True
         self.audio_turn = 0
+        self.chunks = 0
         self.cut_pending = False
         self.cut_time = 0.0
+        self.asks_blindly = False
+        """It asks for answers without reading whether one runs (slow-clients)."""
         self.receive_buffer = 0
         """``SO_RCVBUF`` before connecting (0: the kernel's): a small one makes a reader
         that stops push back on the server within seconds."""
@@ -145,10 +148,11 @@ class Session:
         assert self.ws is not None
         await self.ws.send(json.dumps(message))
 
-    async def send_audio(self, pcm: bytes, seq: int, *, last: bool) -> None:
-        """One input audio chunk of the current turn."""
+    async def send_audio(self, pcm: bytes, *, last: bool) -> None:
+        """One input audio chunk of the current turn (chunk numbers run on across turns)."""
         assert self.ws is not None
-        frame = AudioFrame(AudioKind.INPUT, self.audio_turn, seq, pcm, last).encode()
+        frame = AudioFrame(AudioKind.INPUT, self.audio_turn, self.chunks, pcm, last).encode()
+        self.chunks += 1
         await self.ws.send(frame)
 
     async def recv(self, timeout_s: float) -> dict[str, Any]:
@@ -174,7 +178,11 @@ class Session:
             reason = event.get("reason")
             self.rec.statuses[f"{status}/{reason}" if reason else status] += 1
         elif event["type"] == "error":
-            self.rec.errors[str(event.get("code"))] += 1
+            code = str(event.get("code"))
+            if self.asks_blindly and code == "response_in_progress":
+                self.rec.counters["asked_while_answering"] += 1  # expected of a blind asker
+            else:
+                self.rec.errors[code] += 1
         return event
 
     def cut(self) -> None:
