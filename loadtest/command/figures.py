@@ -32,6 +32,12 @@ def _latency(outcome: Outcome | None, key: str, stat: str) -> float | None:
     return None if entry is None else entry[stat]
 
 
+def _rss_growth(outcome: Outcome) -> float | None:
+    """Last minus first RSS of the timeline (a local server only)."""
+    rss = [p["rss_mib"] for p in outcome.rec.timeline if "rss_mib" in p]
+    return rss[-1] - rss[0] if len(rss) >= 2 else None
+
+
 def build_figures(
     scenario: str, settings: Settings, target: Outcome, base: Outcome | None
 ) -> list[Figure]:
@@ -66,6 +72,20 @@ def build_figures(
                     _latency(base, key, stat),
                 )
             )
+    if any(role in target.roles for role in ("stopped", "slowed")):
+        figures.append(
+            Figure(
+                "bad readers closed 4000 (slow consumer)",
+                "sessions",
+                target.rec.close_codes["4000"],
+                base_name,
+                None if base is None else base.rec.close_codes["4000"],
+            )
+        )
+    growth = _rss_growth(target)
+    if growth is not None:
+        base_growth = None if base is None else _rss_growth(base)
+        figures.append(Figure("server RSS growth", "MiB", growth, base_name, base_growth))
     if target.rec.counters["connections_cut"]:
         for key in CORRECTNESS:
             figures.append(
@@ -75,9 +95,12 @@ def build_figures(
 
 
 def resumes_broken(target: Outcome) -> list[str]:
-    """Why the resume accounting failed, if it did (a goal, not a speed)."""
+    """Why the run failed its goals, if it did (never a speed): no session at all, or a
+    resume that lost or doubled an event or did not happen."""
     counters = target.rec.counters
     out = [f"{key}: {counters[key]}" for key in CORRECTNESS if counters[key]]
+    if not counters["sessions_opened"]:
+        out.append("no session opened on the target")
     if counters["connections_cut"] and counters["restarted"]:
         out.append(f"sessions not resumed: {counters['restarted']}")
     return out

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed, WebSocketException
 from loadtest.command.recorder import Recorder
 from protocol.audio_frame import AudioFrame, AudioKind, decode_audio_frame
 from protocol.encoding import JSON_SUBPROTOCOL
+from protocol.errors import ProtocolViolation
 
 OPEN_TIMEOUT_S = 10.0
 
@@ -130,6 +131,7 @@ class Session:
         self.ws = await self._connect()
         await self.send(start or {"type": "session.start"})
         ready = await self._until_ready()
+        self.rec.counters["sessions_opened"] += 1
         self.session_id = str(ready.get("session_id", ""))
         self.resume_token = str(ready.get("resume_token", ""))
         # The baseline server has no sessions to resume: it sends no token.
@@ -140,7 +142,7 @@ class Session:
             event = await self.recv(OPEN_TIMEOUT_S)
             if event["type"] == "session.ready":
                 return event
-            if event["type"] == "error":
+            if event["type"] == "error":  # counted by recv
                 raise SessionFailed(f"session refused: {event.get('code')}")
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -160,24 +162,21 @@ class Session:
         assert self.ws is not None
         frame = await asyncio.wait_for(self.ws.recv(), timeout_s)
         self.rec.events += 1
-        if isinstance(frame, bytes):
-            audio = decode_audio_frame(frame)
-            event: dict[str, Any] = {
-                "type": "response.audio.delta",
-                "seq": audio.seq,
-                "bytes": len(audio.payload),
-            }
-        else:
-            event = json.loads(frame)
+        try:
+            event = _event_of(frame)
+        except (ValueError, ProtocolViolation) as exc:
+            # Any URL may be loaded: a target that is not this protocol ends the session.
+            self.rec.errors["undecodable frame from the server"] += 1
+            raise SessionFailed(f"undecodable frame: {exc}") from exc
         seq = event.get("seq")
         if isinstance(seq, int):
             self.ledger.add(seq)
-        if event["type"] == "response.done":
+        if event.get("type") == "response.done":
             self.ledger.done_per_response[str(event.get("response_id"))] += 1
             status = str(event.get("status"))
             reason = event.get("reason")
             self.rec.statuses[f"{status}/{reason}" if reason else status] += 1
-        elif event["type"] == "error":
+        elif event.get("type") == "error":
             code = str(event.get("code"))
             if self.asks_blindly and code == "response_in_progress":
                 self.rec.counters["asked_while_answering"] += 1  # expected of a blind asker
@@ -234,6 +233,17 @@ class Session:
             await asyncio.wait_for(self.ws.close(code), 3.0)
         except (TimeoutError, ConnectionClosed, OSError):
             self.ws.transport.abort()
+
+
+def _event_of(frame: str | bytes) -> dict[str, Any]:
+    """A frame as an event dict with a ``type`` (an audio frame as ``response.audio.delta``)."""
+    if isinstance(frame, bytes):
+        audio = decode_audio_frame(frame)
+        return {"type": "response.audio.delta", "seq": audio.seq, "bytes": len(audio.payload)}
+    event = json.loads(frame)
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise ValueError("not an event object with a type")
+    return event
 
 
 def close_code_of(exc: ConnectionClosed) -> str:

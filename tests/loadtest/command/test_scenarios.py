@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import io
 import json
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -80,6 +81,11 @@ def runs(workers: dict[str, WorkerProcess], tmp_path_factory: pytest.TempPathFac
             argv.append("--no-baseline")
         commands[scenario] = argv
     commands["cut"] = [*CUT, "--url", workers["slow"].url, "--report", str(folder / "cut.json")]
+    with socket.socket() as probe:  # a port nobody listens on once it is closed
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    refused = ["chat", *SMALL, "--no-baseline", "--url", f"ws://127.0.0.1:{closed}/v1"]
+    commands["refused"] = [*refused, "--report", str(folder / "refused.json")]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         codes = asyncio.run(run_all(commands))
@@ -168,7 +174,8 @@ def test_a_local_run_starts_its_worker_and_baseline(tmp_path: Path) -> None:
     assert report["target"]["local"] is True and report["baseline"]["server"] == "bare"
     for figure in report["figures"]:
         assert figure["value"] is not None and figure["baseline"] is not None, figure
-        assert figure["ratio"] == round(figure["value"] / figure["baseline"], 3)
+        want = round(figure["value"] / figure["baseline"], 3) if figure["baseline"] else None
+        assert figure["ratio"] == want, figure
     assert "bare server" in text and "ratio" in text
 
 
@@ -179,6 +186,14 @@ def test_the_duration_bound_cuts_a_run_that_cannot_finish(runs: Any) -> None:
     assert report["results"]["target"]["seconds"] < 5
     assert "the duration bound cut the run" in " ".join(report["warnings"])
     check_report(report, runs["folder"])
+
+
+def test_a_target_that_refuses_every_connection_fails_the_run(runs: Any) -> None:
+    assert runs["codes"]["refused"] == 1
+    report = runs["reports"]["refused"]
+    assert report["results"]["target"]["errors"] == {"connect: ConnectionRefusedError": 3}
+    assert "no session opened on the target" in report["warnings"]
+    assert report["cut"] is False
 
 
 def test_a_benchmark_name_runs_that_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
