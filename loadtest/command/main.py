@@ -129,7 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.scenario not in SCENARIOS:
         parser.print_usage(sys.stderr)
-        print(f"unknown scenario {args.scenario!r}; --list names them", file=sys.stderr)
+        what = f"unknown scenario {args.scenario!r}" if args.scenario else "name a scenario"
+        print(f"python -m loadtest: {what}; --list names them", file=sys.stderr)
         return EXIT_CONFIG
     try:
         settings = settings_from(args, args.scenario)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
@@ -106,10 +107,21 @@ def add_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--think", type=float, help="seconds between a session's answers (0.2)")
     p.add_argument("--seed", type=int, help="random seed (1)")
     p.add_argument("--url", help="target ws:// URL (default: start a local worker)")
-    p.add_argument("--api-key", help="credential sent as Authorization: Bearer")
+    p.add_argument(
+        "--api-key", help="credential sent as Authorization: Bearer (default: $WSSERVER_API_KEY)"
+    )
     p.add_argument("--report", type=Path, help="JSON report path (plots go beside it)")
-    p.add_argument("--no-baseline", dest="baseline", action="store_const", const=False)
-    p.add_argument("--no-progress", dest="progress", action="store_const", const=False)
+    p.add_argument(
+        "--no-baseline",
+        dest="baseline",
+        action="store_const",
+        const=False,
+        help="skip the run against the local bare server",
+    )
+    p.add_argument(
+        "--no-progress", dest="progress", action="store_const", const=False,
+        help="no progress bar",
+    )  # fmt: skip
     p.add_argument("--interrupt-after", type=int, help="barge-in: tokens before talking (8)")
     p.add_argument("--cut-share", type=float, help="handoff: share of answers cut (1.0)")
     p.add_argument("--drop-at", type=float, help="reconnect-storm: drop time / duration (0.5)")
@@ -174,6 +186,8 @@ def settings_from(args: argparse.Namespace, scenario: str) -> Settings:
         given = getattr(args, name, None)
         if given is not None:
             values[name] = given
+    # Like the SDK: a key in the environment stays out of the process list.
+    values.setdefault("api_key", os.environ.get("WSSERVER_API_KEY", ""))
     _check_types(values)
     if isinstance(values.get("mix"), str):
         values["mix"] = parse_mix(values["mix"])

@@ -26,7 +26,7 @@ import pytest
 from loadtest.command.catalog import SCENARIOS
 from loadtest.command.main import build_parser, main, run_scenario_async
 from loadtest.command.options import settings_from
-from tests.processes import ROOT, WorkerProcess, cli_env
+from tests.processes import ROOT, WSSERVER, WorkerProcess, cli_env
 
 PNG_HEADER = b"\x89PNG\r\n\x1a\n"
 FIGURE_KEYS = {"name", "unit", "value", "baseline_name", "baseline", "ratio"}
@@ -47,15 +47,28 @@ def start_worker(*flags: str, name: str) -> WorkerProcess:
     return WorkerProcess(*flags, name=name).start()
 
 
+def new_key(keys_file: Path) -> str:
+    """A fresh API key, its hashed line appended to ``keys_file`` (``wsserver keys new``)."""
+    argv = [*WSSERVER, "keys", "new", "--principal", "loadtest", "--keys-file", str(keys_file)]
+    made = subprocess.run(argv, env=cli_env(), capture_output=True, text=True, timeout=30)
+    assert made.returncode == 0, made.stderr
+    return made.stdout.strip()
+
+
 @pytest.fixture(scope="module")
-def workers() -> Iterator[dict[str, WorkerProcess]]:
+def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     fast = ["--decode-rate=100", "--answer-tokens=20"]
     fast += ["--outbox-max-bytes=65536", "--socket-send-buffer=16384"]
-    out = {
+    keys_file = tmp_path_factory.mktemp("keys") / "api-keys"
+    key = new_key(keys_file)
+    out: dict[str, Any] = {
         "fast": start_worker(*fast, name="loadtest-target"),
         "slow": start_worker("--decode-rate=4", "--answer-tokens=40", name="loadtest-slow"),
+        "keyed": start_worker(
+            "--auth=required", f"--api-keys-file={keys_file}", *fast, name="loadtest-keyed"
+        ),
     }
-    yield out
+    yield {**out, "key": key}
     for process in out.values():
         process.stop()
 
@@ -70,7 +83,7 @@ async def run_all(commands: dict[str, list[str]]) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def runs(workers: dict[str, WorkerProcess], tmp_path_factory: pytest.TempPathFactory) -> Any:
+def runs(workers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Any:
     """Every scenario against the worker at once (only the handoff keeps its baseline)."""
     folder = tmp_path_factory.mktemp("runs")
     commands = {}
@@ -86,11 +99,28 @@ def runs(workers: dict[str, WorkerProcess], tmp_path_factory: pytest.TempPathFac
         closed = probe.getsockname()[1]
     refused = ["chat", *SMALL, "--no-baseline", "--url", f"ws://127.0.0.1:{closed}/v1"]
     commands["refused"] = [*refused, "--report", str(folder / "refused.json")]
+    keyed = ["chat", *SMALL, "--no-baseline", "--url", workers["keyed"].url]
+    commands["keyed"] = [*keyed, "--api-key", workers["key"], "--report", str(folder / "k.json")]
+    commands["unkeyed"] = [*keyed, "--report", str(folder / "unkeyed.json")]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         codes = asyncio.run(run_all(commands))
-    reports = {name: json.loads((folder / f"{name}.json").read_text()) for name in commands}
-    return {"codes": codes, "reports": reports, "folder": folder, "printed": printed.getvalue()}
+    reports = {
+        name: json.loads(Path(argv[argv.index("--report") + 1]).read_text())
+        for name, argv in commands.items()
+    }
+    printed_text = printed.getvalue()
+    return {
+        "codes": codes,
+        "reports": reports,
+        "folder": folder,
+        "printed": printed_text,
+        "key": workers["key"],
+    }
+
+
+def workers_key(runs: Any) -> str:
+    return str(runs["key"])
 
 
 def loadtest(*argv: str) -> tuple[int, str]:
@@ -194,6 +224,16 @@ def test_a_target_that_refuses_every_connection_fails_the_run(runs: Any) -> None
     assert report["results"]["target"]["errors"] == {"connect: ConnectionRefusedError": 3}
     assert "no session opened on the target" in report["warnings"]
     assert report["cut"] is False
+
+
+def test_the_api_key_opens_sessions_on_a_worker_that_requires_one(runs: Any) -> None:
+    keyed, unkeyed = runs["reports"]["keyed"], runs["reports"]["unkeyed"]
+    assert runs["codes"]["keyed"] == 0, keyed["warnings"]
+    assert keyed["results"]["target"]["counters"]["sessions_opened"] == 3
+    assert keyed["config"]["api_key"] == "***"
+    assert workers_key(runs) not in json.dumps(keyed) and workers_key(runs) not in runs["printed"]
+    assert runs["codes"]["unkeyed"] == 1
+    assert unkeyed["results"]["target"]["errors"] == {"connect: InvalidStatus": 3}
 
 
 def test_a_benchmark_name_runs_that_benchmark(capsys: pytest.CaptureFixture[str]) -> None:
