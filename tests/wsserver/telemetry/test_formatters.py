@@ -95,7 +95,7 @@ HOSTILE = [
 ]
 
 
-@pytest.mark.parametrize("text", HOSTILE)
+@pytest.mark.parametrize("text", HOSTILE, ids=[ascii(text)[:40] for text in HOSTILE])
 def test_hostile_text_stays_on_one_line(
     output: tuple[logging.Logger, io.StringIO, io.StringIO], text: str
 ) -> None:
