@@ -242,6 +242,16 @@ def test_slow_consumer_closes_are_highlighted() -> None:
     assert any(f'code="{SLOW_CONSUMER}"' in t["expr"] for p in stats for t in p["targets"])
 
 
+def test_every_query_parses_as_promql() -> None:
+    failures = []
+    for where, expr in queries(dashboard()):
+        try:
+            read(expr)
+        except ValueError as exc:
+            failures.append(f"{where}: {exc}: {expr}")
+    assert not failures, "\n".join(failures)
+
+
 # --- what the queries select exists ---------------------------------------------------
 
 
