@@ -105,6 +105,8 @@ def test_service_monitor_selects_a_metrics_service(monitored: list[Doc], monitor
     services = [d for d in monitored if d["kind"] == "Service"
                 and selects(selector, d["metadata"].get("labels", {}))]  # fmt: skip
     [service] = services
+    # A draining pod is not ready, and is still scraped until it exits.
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"]
     workload = one(monitored, "Deployment", monitor["metadata"]["name"])
     assert selects(service["spec"]["selector"], pod_labels(workload))
     container = only_container(workload)
