@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +23,7 @@ from tests.processes import WorkerProcess, eventually
 from tests.redis_server import RedisServer, free_port
 from tests.wsserver.frontdoor.http import connect_as
 from tests.wsserver.metrics.conftest import keys_file
+from tests.wsserver.metrics.scrape import get
 from tests.wsserver.router.test_router import FAST, RouterProcess
 from wsserver.metrics.definitions import router_metric_set, worker_metric_set
 from wsserver.metrics.labels import CLOSE_CODE_VALUES, STATUSES
@@ -80,19 +80,12 @@ def _declared_labels() -> dict[str, set[str]]:
     return declared
 
 
-def _get(url: str) -> str:
-    with urllib.request.urlopen(url, timeout=10) as response:
-        text: str = response.read().decode()
-        return text
-
-
 async def _traffic(worker: WorkerProcess, router: RouterProcess, user: str, admin: str) -> None:
     """A refused request to each, and a response cancelled through the router: labelled
     series (refusal reasons, statuses, stop kinds, placements, relayed bytes) get samples."""
     for base in (worker.http, router.url.replace("ws://", "http://")):
-        request = urllib.request.Request(base + "/stats")
-        with pytest.raises(urllib.error.HTTPError):
-            await asyncio.to_thread(urllib.request.urlopen, request, timeout=10)
+        status, _, _ = await asyncio.to_thread(get, base + "/stats")
+        assert status == 401, (base, status)
     await eventually(lambda: router.stats_as(admin)["live_workers"] == 1)
     client = await connect_as(router.url, key=user)
     await client.start()
@@ -123,7 +116,9 @@ def exposed(
         asyncio.run(_traffic(worker, router, user, admin))
         found = Exposed()
         for port in (worker_admin, router_admin):
-            found.add(_get(f"http://127.0.0.1:{port}/metrics"))
+            status, _, text = get(f"http://127.0.0.1:{port}/metrics")
+            assert status == 200, (port, status, text)
+            found.add(text)
         yield found
     finally:
         if router is not None:
