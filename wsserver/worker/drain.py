@@ -53,6 +53,10 @@ class DrainingWorker(Protocol):
         """This worker's entry in the registry."""
         ...
 
+    def stop_listening(self) -> None:
+        """Close the listener, keep the connections."""
+        ...
+
     async def stop(self) -> None:
         """The final shutdown: stop accepting, persist, stop the engine."""
         ...
@@ -81,6 +85,10 @@ async def drain(worker: DrainingWorker, timeout: float, force: asyncio.Event | N
 
 async def _stop_taking_sessions(worker: DrainingWorker) -> None:
     worker.draining = True
+    if worker.settings.reuse_port:
+        # One of a group on a shared port: new connections go to the others at once
+        # rather than to a 503 here.
+        worker.stop_listening()
     if worker.registry is not None:
         # Routers stop placing new sessions here at once, not at the next interval.
         with contextlib.suppress(RegistryUnavailable):
