@@ -6,6 +6,8 @@ import asyncio
 import os
 import signal
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -275,3 +277,52 @@ def test_the_memory_store_refuses_two_workers() -> None:
     assert result.returncode == 2
     assert "--workers 2 needs a store the processes share" in result.stderr
     assert "--store redis://" in result.stderr
+
+
+def _ready_status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=5) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_a_draining_worker_leaves_the_port_and_a_killed_parent_its_workers(
+    redis_server: RedisServer,
+) -> None:
+    slow = ("--decode-rate", "20", "--answer-tokens", "200", "--drain-timeout", "5")
+    group = WorkerGroupProcess("--store", redis_server.url, *FAST, *slow, name="slow").start()
+    clients: list[SessionClient] = []
+    try:
+        # A response running on worker 0 keeps it draining for seconds.
+        while group.worker_stats(0)["engine"]["running"] == 0:
+            assert len(clients) < 40, "no session landed on worker 0"
+            clients.append(SessionClient(group.url, backoff=Backoff(max_attempts=1)))
+            await clients[-1].open()
+            await clients[-1].create_response(PROMPT)
+            await clients[-1].next_event(10)
+        os.kill(group.ready_workers()["slow-0"], signal.SIGTERM)
+        await eventually(lambda: _ready_status(f"http://127.0.0.1:{group.admin_port}") == 503)
+        # While it drains, every new connection reaches the other worker, not a 503.
+        statuses = [await asyncio.to_thread(_ready_status, group.http) for _ in range(20)]
+        assert statuses == [200] * 20
+        assert _ready_status(f"http://127.0.0.1:{group.admin_port}") == 503, "drain ended early"
+
+        # The parent killed outright: its workers see their stdin end and drain.
+        pids = list(group.ready_workers().values())
+        assert group.process is not None
+        group.process.kill()
+        await eventually(lambda: not any(_alive(pid) for pid in pids), timeout=20)
+    finally:
+        for client in clients:
+            client.reconnect = False
+            await client.close()
+        group.stop()
