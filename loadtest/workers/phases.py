@@ -47,7 +47,7 @@ def measure_one(
             *config.worker_args,
             f"--store={redis.url}",
             f"--worker-id=w{workers}",
-            # after worker_argv's own --workers=1: the last one wins
+            f"--workers={workers}",  # after worker_argv's own --workers=1: the last one wins
         ],
     )
     server = GroupServer(f"workers-{workers}", argv, log_dir)
