@@ -26,8 +26,9 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="run a worker",
         description="Run a worker with the simulated engine and the in-memory store, or "
         "with --store redis://HOST:PORT/DB a store shared by every worker, so a session "
-        "resumes on any of them. Every flag can also be set as an environment variable "
-        f"{ENV_PREFIX}<FLAG> (for example WSSERVER_PORT=9000, "
+        "resumes on any of them; with such a store --workers N (default: one per core) "
+        "runs N worker processes on one port. Every flag can also be set as an environment "
+        f"variable {ENV_PREFIX}<FLAG> (for example WSSERVER_PORT=9000, "
         "WSSERVER_STORE=redis://127.0.0.1:6379/0); flags win.",
     )
     for name, info in Settings.model_fields.items():

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import sys
 import time
 
 from wsserver.supervisor.child import WorkerChild
@@ -74,6 +75,8 @@ class WorkerGroup:
         """Run until a signal stops the group; the exit status."""
         reserved = reserve_port(self.settings.host, self.settings.port)
         self.port = reserved.getsockname()[1]
+        # Before any worker starts: a signal during startup is acted on once they are up.
+        self._handle_signals()
         try:
             children = [self._new_child(slot) for slot in range(self.count)]
             for child in children:
@@ -83,12 +86,15 @@ class WorkerGroup:
                     child.retired = True
                     child.drain()
                 codes = await asyncio.gather(*(c.wait() for c in children))
-                print("wsserver serve: a worker failed to start; stopping the group", flush=True)
+                print(
+                    "wsserver serve: a worker failed to start; stopping the group",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return next((code for code in codes if code), 1)
             for slot, child in enumerate(children):
                 self._install(slot, child)
             self._print_banner()
-            self._handle_signals()
             stop = asyncio.ensure_future(self.stopping.wait())
             failed = asyncio.ensure_future(self.failed.wait())
             await asyncio.wait((stop, failed), return_when=asyncio.FIRST_COMPLETED)
@@ -146,7 +152,10 @@ class WorkerGroup:
                 child.force()
 
     def _on_restart_signal(self) -> None:
-        if self.stopping.is_set() or (self._rolling is not None and not self._rolling.done()):
+        if self.stopping.is_set() or None in self.slots:
+            print("SIGHUP ignored: the group is starting or stopping", flush=True)
+            return
+        if self._rolling is not None and not self._rolling.done():
             print("rolling restart already under way; SIGHUP ignored", flush=True)
             return
         self._rolling = asyncio.create_task(self.rolling_restart(), name="rolling restart")
@@ -244,5 +253,5 @@ async def run_group(settings: Settings, count: int, child_args: list[str]) -> in
     try:
         return await WorkerGroup(settings, count, child_args).run()
     except SupervisorError as exc:
-        print(f"wsserver serve: {exc}", flush=True)
+        print(f"wsserver serve: {exc}", file=sys.stderr, flush=True)
         return 2

@@ -2,7 +2,8 @@
 
 1. **stop taking sessions**: ``/readyz`` says 503, the registry says draining, new
    connections and new sessions are refused (HTTP 503, close 1013) so they go
-   elsewhere;
+   elsewhere (a worker of a ``--workers`` group closes its listener instead: the
+   kernel gives new connections to the others);
 2. **let responses finish**, up to ``timeout`` seconds (or until ``force``);
 3. **end the rest** explicitly and continuably, rather than lose them with the worker;
 4. **tell clients to reconnect** (close 1012): they resume on another worker;
