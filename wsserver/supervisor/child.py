@@ -12,6 +12,8 @@ from wsserver.worker.settings import Settings
 
 READY_LINE = "wsserver listening on "
 """What a worker prints once it accepts connections (``wsserver serve``'s banner)."""
+_CHUNK = 1 << 16
+"""Bytes read at a time after a line too long to read whole (the reader's limit)."""
 
 
 class WorkerChild:
@@ -65,7 +67,16 @@ class WorkerChild:
 
     async def _pass_output(self) -> None:
         assert self.process is not None and self.process.stdout is not None
-        async for raw in self.process.stdout:
+        stdout = self.process.stdout
+        while True:
+            try:
+                raw = await stdout.readline()
+            except ValueError:
+                # A line past the reader's limit (the reader drops what it held): go on
+                # reading, so the worker never blocks on a full pipe.
+                raw = await stdout.read(_CHUNK)
+            if not raw:
+                return
             line = raw.decode(errors="replace")
             if line.startswith(READY_LINE) and not self.ready.is_set():
                 self.ready.set()
