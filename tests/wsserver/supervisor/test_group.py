@@ -9,6 +9,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -326,3 +327,19 @@ async def test_a_draining_worker_leaves_the_port_and_a_killed_parent_its_workers
             client.reconnect = False
             await client.close()
         group.stop()
+
+
+def test_workers_that_cannot_start_end_the_group_with_their_status(tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.pem")
+    group = ("--workers", "2", "--store", "redis://127.0.0.1:1/0")
+    result = subprocess.run(
+        [*WSSERVER, "serve", "--port", "0", *group, "--tls-cert", missing, "--tls-key", missing],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "cannot load the TLS certificate" in result.stderr
+    assert "a worker failed to start; stopping the group" in result.stderr
+    assert "listening on" not in result.stdout
