@@ -252,6 +252,19 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     max_sessions: int = Field(
         0, ge=0, description="sessions this worker takes before refusing new ones (0 = no limit)"
     )
+    workers: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="worker processes sharing the port, each on its own core (0 = one per "
+        "usable core with a shared --store redis://..., else 1; more than 1 needs a shared "
+        "store); SIGTERM drains them all, SIGHUP restarts them one at a time",
+    )
+    reuse_port: bool = Field(
+        False,
+        description="listen with SO_REUSEPORT, so several processes share the port "
+        "(--workers sets it for its processes)",
+    )
     drain_timeout: float = Field(
         25.0,
         ge=0,
