@@ -161,16 +161,14 @@ class RedisSessionStore:
                     for seq, payload in batch.events:
                         args.append(seq)
                         args.append(payload)
-                    await self._append(
-                        keys=list(session_keys(batch.session_id)), args=args, client=pipe
+                    await self.client.queue_script(
+                        pipe, self._append, session_keys(batch.session_id), args
                     )
                 for batch in batches:
                     if batch.remove:
                         # Same slot, same pipeline, after the append: the epoch check holds.
-                        await self._remove(
-                            keys=list(session_keys(batch.session_id)),
-                            args=[batch.epoch],
-                            client=pipe,
+                        await self.client.queue_script(
+                            pipe, self._remove, session_keys(batch.session_id), [batch.epoch]
                         )
                 for batch in batches:
                     if batch.usage:
@@ -216,16 +214,17 @@ class RedisSessionStore:
         async def run() -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
                 for session_id, epoch, owner in leases:
-                    await self._renew(
-                        keys=list(session_keys(session_id)),
-                        args=[
+                    await self.client.queue_script(
+                        pipe,
+                        self._renew,
+                        session_keys(session_id),
+                        [
                             epoch,
                             owner,
                             milliseconds(limits.session_ttl),
                             milliseconds(limits.resume_window),
                             milliseconds(limits.lease_ttl),
                         ],
-                        client=pipe,
                     )
                 result: list[Any] = await pipe.execute()
                 return result

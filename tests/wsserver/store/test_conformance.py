@@ -1,4 +1,5 @@
-"""The SessionStore contract; the memory and the Redis store both run this suite."""
+"""The SessionStore contract; the memory store and the Redis store (on one Redis and on a
+Redis Cluster) all run this suite."""
 
 from __future__ import annotations
 
@@ -36,17 +37,18 @@ LIMITS = StoreLimits(
 def _open(request: pytest.FixtureRequest, limits: StoreLimits) -> SessionStore:
     if request.param == "memory":
         return MemorySessionStore(limits)
-    return RedisSessionStore(request.getfixturevalue("redis_url"), limits)
+    url = request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster_url")
+    return RedisSessionStore(url, limits)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
     implementation = _open(request, LIMITS)
     yield implementation
     await implementation.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def short_lived_store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
     """A store whose sessions expire within a second."""
     implementation = _open(request, StoreLimits(resume_window=0.2, session_ttl=0.4, lease_ttl=0.2))
@@ -377,9 +379,10 @@ async def test_racing_results_apply_exactly_once(store: SessionStore) -> None:
     assert (applied[0] is ToolResultOutcome.APPLIED) != closed
 
 
-async def test_workers_racing_on_redis_apply_exactly_once(redis_url: str) -> None:
+async def test_workers_racing_on_redis_apply_exactly_once(any_redis_url: str) -> None:
     # After a failover two workers (separate clients) may both get the re-sent result.
-    first, second = RedisSessionStore(redis_url, LIMITS), RedisSessionStore(redis_url, LIMITS)
+    first = RedisSessionStore(any_redis_url, LIMITS)
+    second = RedisSessionStore(any_redis_url, LIMITS)
     try:
         await first.create(_record())
         await first.add_tool_calls("s1", [_call("c1")])
@@ -399,8 +402,8 @@ async def test_workers_racing_on_redis_apply_exactly_once(redis_url: str) -> Non
         await second.close()
 
 
-async def test_redis_tool_ledger_keys(redis_url: str) -> None:
-    store = RedisSessionStore(redis_url, LIMITS)
+async def test_redis_tool_ledger_keys(any_redis_url: str) -> None:
+    store = RedisSessionStore(any_redis_url, LIMITS)
     try:
         await store.create(_record())
         key = "wss:{s1}:tools"
