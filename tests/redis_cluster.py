@@ -70,7 +70,7 @@ class ClusterNode:
 
 
 class LocalRedisCluster:
-    """Six nodes on free loopback ports; ``url`` names one seed node."""
+    """Six nodes on free loopback ports; ``url`` names them all as seed nodes."""
 
     def __init__(self, primaries: int = 3) -> None:
         self.nodes = [ClusterNode(free_cluster_port()) for _ in range(primaries * 2)]
@@ -78,7 +78,7 @@ class LocalRedisCluster:
 
     @property
     def url(self) -> str:
-        return f"redis+cluster://127.0.0.1:{self.nodes[0].port}"
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{node.port}" for node in self.nodes)
 
     def start(self) -> LocalRedisCluster:
         try:
@@ -197,6 +197,17 @@ class LocalRedisCluster:
         assert node.process is not None
         node.process.send_signal(signal.SIGKILL)
         node.process.wait(10)
+
+    def cut_off(self, replica: ClusterNode, primary: ClusterNode) -> None:
+        """Freeze ``replica`` and drop its replication link: from now on ``primary``
+        acknowledges writes that no replica will ever have (until ``thaw``)."""
+        assert replica.process is not None
+        replica.process.send_signal(signal.SIGSTOP)
+        primary.client().client_kill_filter(_type="replica")
+
+    def thaw(self, node: ClusterNode) -> None:
+        assert node.process is not None
+        node.process.send_signal(signal.SIGCONT)
 
     def flush(self) -> None:
         """Empty every primary (their replicas follow)."""

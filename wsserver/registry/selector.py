@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wsserver.registry.base import UnknownRegistry, WorkerRegistry
 from wsserver.store.base import SessionStore
-from wsserver.store.urls import REDIS_SCHEMES, REDIS_URL_FORMS
+from wsserver.store.urls import CLUSTER_SCHEMES, REDIS_SCHEMES, REDIS_URL_FORMS, cluster_seeds
 
 
 def open_registry(
@@ -30,6 +30,11 @@ def open_registry(
         from wsserver.registry.memory import MemoryWorkerRegistry
 
         return MemoryWorkerRegistry(ttl=ttl, sessions=sessions)
+    if url.startswith(CLUSTER_SCHEMES):
+        try:
+            cluster_seeds(url)
+        except ValueError as exc:
+            raise UnknownRegistry(f"bad redis cluster url: {exc}") from None
     if url.startswith(REDIS_SCHEMES):
         from wsserver.registry.redis import RedisWorkerRegistry
 

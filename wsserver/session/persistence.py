@@ -176,9 +176,10 @@ class Persister:
                 self._wake.set()
 
     async def flush(self) -> bool:
-        """Write everything pending; ``False`` if the store was unreachable."""
+        """Write everything pending; ``False`` if the store (or part of it) was unreachable."""
         dirty = list(self._dirty.values())
         self._dirty = {}
+        complete = True
         for start in range(0, len(dirty), _SESSIONS_PER_CALL):
             if start:
                 # Building and sending a thousand sessions' batches takes a while: let
@@ -198,7 +199,13 @@ class Persister:
                     self._dirty.setdefault(runtime.session_id, runtime)
                 return False
             self._written(chunk, result)
-        return True
+            if result.unwritten:
+                # One shard of a cluster is down: the rest were written; retry these.
+                complete = False
+                for runtime, _batch in chunk:
+                    if runtime.session_id in result.unwritten:
+                        self._dirty.setdefault(runtime.session_id, runtime)
+        return complete
 
     def _written(self, chunk: list[tuple[Persistent, AppendBatch]], result: AppendResult) -> None:
         if not self.store_up:
@@ -207,6 +214,8 @@ class Persister:
         self._retry_delay = _RETRY_MIN
         self.flushes += 1
         for runtime, batch in chunk:
+            if runtime.session_id in result.unwritten:
+                continue
             if runtime.session_id in result.stale:
                 runtime.moved()
             elif runtime.session_id in result.gone:

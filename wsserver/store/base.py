@@ -209,6 +209,9 @@ class AppendResult:
     """Another worker owns them now (their epoch moved on)."""
     gone: set[str] = field(default_factory=set)
     """The store no longer has them (expired, or the store lost its data)."""
+    unwritten: set[str] = field(default_factory=set)
+    """Not written this time: their part of the store was unreachable (one Redis
+    Cluster shard down while the others answer); send them again later."""
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from wsserver.store.base import SessionStore, StoreLimits, UnknownStore
 from wsserver.store.memory import MemorySessionStore
-from wsserver.store.urls import REDIS_SCHEMES, REDIS_URL_FORMS
+from wsserver.store.urls import CLUSTER_SCHEMES, REDIS_SCHEMES, REDIS_URL_FORMS, cluster_seeds
 
 
 def open_store(url: str, limits: StoreLimits, *, timeout: float = 0.5) -> SessionStore:
@@ -13,6 +13,11 @@ def open_store(url: str, limits: StoreLimits, *, timeout: float = 0.5) -> Sessio
     :class:`UnknownStore`."""
     if url == "memory":
         return MemorySessionStore(limits)
+    if url.startswith(CLUSTER_SCHEMES):
+        try:
+            cluster_seeds(url)
+        except ValueError as exc:
+            raise UnknownStore(f"bad redis cluster url: {exc}") from None
     if url.startswith(REDIS_SCHEMES):
         from wsserver.store.redis import RedisSessionStore
 
