@@ -64,6 +64,8 @@ class SessionJournal:
     log_events: bool = True
     """Whether the store keeps a replay log (a shared store) or only state and usage."""
     conversation_version: int = -1
+    partial_bytes: int | None = None
+    """UTF-8 bytes of the partial text the store has from this journal (None: unknown)."""
     pending: list[Event] = field(default_factory=list)
     usage: list[ResponseUsage] = field(default_factory=list)
     remove: bool = False
@@ -120,12 +122,15 @@ class SessionJournal:
         reset, appended = _partial_text(self.pending)
         batch.partial_reset = reset
         batch.partial_append = appended
+        batch.partial_offset = 0 if reset else self.partial_bytes
         return batch
 
     def written(self, batch: AppendBatch) -> None:
         """The batch is in the store."""
         del self.pending[: len(batch.events)]
         del self.usage[: len(batch.usage)]
+        if batch.partial_offset is not None:
+            self.partial_bytes = batch.partial_offset + len(batch.partial_append.encode())
         if batch.remove:
             self.remove = False
         if batch.conversation is not None:

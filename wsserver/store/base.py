@@ -195,6 +195,12 @@ class AppendBatch:
     conversation: dict[str, Any] | None = None
     partial_reset: bool = False
     partial_append: str = ""
+    partial_offset: int | None = None
+    """UTF-8 bytes the stored partial text holds before ``partial_append`` (0 after a
+    reset; None: unknown, append). A batch sent again after an unanswered write then
+    lands at the same place instead of adding its text twice, and one whose earlier
+    text the store lost (a Redis failover) leaves the shorter stored text, a true
+    prefix, as it is."""
     usage: list[ResponseUsage] = field(default_factory=list)
     """Ledger entries to add (written even if the epoch turns out stale)."""
     remove: bool = False

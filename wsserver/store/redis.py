@@ -157,6 +157,7 @@ class RedisSessionStore:
                         json.dumps(batch.conversation) if batch.conversation is not None else "",
                         "1" if batch.partial_reset else "0",
                         batch.partial_append,
+                        -1 if batch.partial_offset is None else batch.partial_offset,
                         len(batch.events),
                     ]
                     for seq, payload in batch.events:

@@ -138,6 +138,10 @@ async def test_primary_failover_while_sessions_stream(
             if i not in victims:
                 # Written once each: a shard's failure did not make the others retry.
                 assert record.partial_text == text_of(events[i])
+            else:
+                # What was lost is not papered over: the stored text stops before it.
+                assert text_of(events[i]).startswith(record.partial_text)
+                assert len(record.partial_text) < len(text_of(events[i]))
         assert all(holes[i] for i in victims), holes
         assert not any(holes[i] for i in set(range(SESSIONS)) - victims), holes
     finally:

@@ -202,6 +202,30 @@ async def test_partial_text_and_conversation_updates(store: SessionStore) -> Non
     assert record is not None and record.partial_text == "new"
 
 
+async def _partial(store: SessionStore, *, events: range, text: str, offset: int) -> str:
+    batch = _batch("s1", 1, events)
+    batch.partial_reset, batch.partial_append, batch.partial_offset = offset == 0, text, offset
+    await store.append([batch])
+    record = await store.get("s1")
+    assert record is not None
+    return record.partial_text
+
+
+async def test_a_batch_sent_again_places_its_text_once(store: SessionStore) -> None:
+    await store.create(_record())
+    assert await _partial(store, events=range(1, 3), text="né", offset=0) == "né"
+    # Its first try was applied but unanswered (a cluster node failed): sent again...
+    assert await _partial(store, events=range(3, 5), text="-ab", offset=3) == "né-ab"
+    assert await _partial(store, events=range(3, 5), text="-ab", offset=3) == "né-ab"
+    # ... or sent again with the events that came since.
+    assert await _partial(store, events=range(3, 7), text="-abcd", offset=3) == "né-abcd"
+    # The store lost text before the offset (a failover): the true prefix stays.
+    assert await _partial(store, events=range(9, 10), text="zz", offset=20) == "né-abcd"
+    # A reset starts over, however often it is sent.
+    assert await _partial(store, events=range(10, 11), text="new", offset=0) == "new"
+    assert await _partial(store, events=range(10, 12), text="newer", offset=0) == "newer"
+
+
 async def test_usage_ledger_sums_and_survives_removal(store: SessionStore) -> None:
     await store.create(_record())
     await store.record_usage("s1", ResponseUsage("resp_1", "completed", None, Usage(10, 5, 5)))
