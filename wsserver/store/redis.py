@@ -251,7 +251,9 @@ class RedisSessionStore:
             result: list[bytes | str] = await self.redis.lrange(usage_key(session_id), 0, -1)
             return result
 
-        return [ResponseUsage.from_json(raw) for raw in await self.client.call(run)]
+        # An entry twice is one batch written twice (its first answer lost): keep one.
+        entries = dict.fromkeys(await self.client.call(run))
+        return [ResponseUsage.from_json(raw) for raw in entries]
 
     async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
         if not calls:

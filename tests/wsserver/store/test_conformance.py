@@ -472,3 +472,18 @@ async def test_redis_tool_ledger_reports_an_unreachable_store() -> None:
             await store.tool_calls("s1")
     finally:
         await store.close()
+
+
+async def test_redis_usage_written_twice_counts_once(any_redis_url: str) -> None:
+    store = RedisSessionStore(any_redis_url, LIMITS)
+    try:
+        await store.create(_record())
+        entry = ResponseUsage("resp_1", "completed", None, Usage(input_tokens=3))
+        batch = _batch("s1", 1, range(1, 2))
+        batch.usage = [entry]
+        await store.append([batch])
+        await store.append([batch])  # its first answer lost: sent again
+        await store.record_usage("s1", ResponseUsage("resp_2", "failed", "x", Usage()))
+        assert [e.response_id for e in await store.usage("s1")] == ["resp_1", "resp_2"]
+    finally:
+        await store.close()
