@@ -206,6 +206,11 @@ class Persister:
             self._written(chunk, result)
             if result.unwritten:
                 # One shard of a cluster is down: the rest were written; retry these.
+                if complete:
+                    log.warning(
+                        "session store partly unavailable, keeping %d sessions' events in memory",
+                        len(result.unwritten),
+                    )
                 complete = False
                 for runtime, _batch in chunk:
                     if runtime.session_id in result.unwritten:
