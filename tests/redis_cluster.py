@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,11 +127,13 @@ class LocalRedisCluster:
             stderr=subprocess.DEVNULL,
         )
 
-    def _wait(self, check: object, message: str, timeout: float = 20.0) -> None:
+    def _wait(
+        self, check: Callable[[ClusterNode], object], message: str, timeout: float = 20.0
+    ) -> None:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                if all(check(node) for node in self.nodes if node.alive()):  # type: ignore[operator]
+                if all(check(node) for node in self.nodes if node.alive()):
                     return
             except (redis.RedisError, OSError):
                 pass

@@ -45,8 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Single Redis first, then the cluster; a fresh worker for each."""
     phases: dict[str, Phase] = {}
-    for name, cluster in (("single", False), ("cluster", True)):
-        with RedisNodes(cluster=cluster) as nodes:
+    for name, on_cluster in (("single", False), ("cluster", True)):
+        with RedisNodes(cluster=on_cluster) as nodes:
             phases[name] = asyncio.run(measure(args, nodes))
     single, cluster = phases["single"], phases["cluster"]
     return {

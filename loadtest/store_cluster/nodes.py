@@ -10,6 +10,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -95,11 +96,11 @@ class RedisNodes:
             raise NodesFailed(f"redis-cli --cluster create failed: {created.stdout[-2000:]}")
         self._until(lambda client: client.execute_command("CLUSTER INFO")["cluster_state"] == "ok")
 
-    def _until(self, check: object, timeout_s: float = 30.0) -> None:
+    def _until(self, check: Callable[[redis.Redis], object], timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             try:
-                if all(check(self._client(port)) for port in self.ports):  # type: ignore[operator]
+                if all(check(self._client(port)) for port in self.ports):
                     return
             except (redis.RedisError, OSError, KeyError):
                 pass
