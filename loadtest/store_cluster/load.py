@@ -33,6 +33,7 @@ class Phase:
     store: str
     sessions: int
     tokens: int
+    frames: int
     seconds: float
     round_trips: int
     redis_commands: int
@@ -125,9 +126,13 @@ class Worker:
                 self.process.wait(10)
 
 
-async def _session(url: str, rounds: int, ready: asyncio.Event, go: asyncio.Event) -> int:
-    """One session: start, wait for the go, stream ``rounds`` answers; tokens received."""
-    tokens = 0
+async def _session(
+    url: str, rounds: int, ready: asyncio.Event, go: asyncio.Event
+) -> tuple[int, int]:
+    """One session: start, wait for the go, stream ``rounds`` answers; the tokens
+    delivered (as each answer's usage counts them) and the delta frames received (a
+    lagging client's queued deltas merge, so frames can be fewer)."""
+    tokens = frames = 0
     async with connect(url, subprotocols=[Subprotocol(JSON_SUBPROTOCOL)], compression=None) as ws:
         await ws.send(json.dumps({"type": "session.start"}))
         while json.loads(await ws.recv())["type"] != "session.ready":
@@ -140,12 +145,13 @@ async def _session(url: str, rounds: int, ready: asyncio.Event, go: asyncio.Even
             while True:
                 event = json.loads(await ws.recv())
                 if event["type"] == "response.text.delta":
-                    tokens += 1
+                    frames += 1
                 elif event["type"] == "response.done":
                     if event["status"] != "completed":
                         raise RuntimeError(f"answer ended {event['status']}")
+                    tokens += int(event["usage"]["output_tokens_delivered"])
                     break
-    return tokens
+    return tokens, frames
 
 
 async def measure(args: argparse.Namespace, nodes: RedisNodes) -> Phase:
@@ -171,7 +177,8 @@ async def measure(args: argparse.Namespace, nodes: RedisNodes) -> Phase:
         return Phase(
             store="cluster" if nodes.cluster else "single",
             sessions=args.sessions,
-            tokens=sum(r for r in results if isinstance(r, int)),
+            tokens=sum(r[0] for r in results if isinstance(r, tuple)),
+            frames=sum(r[1] for r in results if isinstance(r, tuple)),
             seconds=round(seconds, 3),
             round_trips=after["store"]["round_trips"] - before["store"]["round_trips"],
             redis_commands=await asyncio.to_thread(nodes.commands_processed) - commands,
