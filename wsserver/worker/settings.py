@@ -138,7 +138,8 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     )
     store: str = Field(
         "memory",
-        description="session store: 'memory' or redis://HOST:PORT/DB (shared by workers)",
+        description="session store: 'memory', redis://HOST:PORT/DB or a Redis Cluster's "
+        "redis+cluster://HOST:PORT[,HOST:PORT...] (shared by workers)",
     )
     store_flush_ms: float = Field(
         20.0, gt=0, description="milliseconds between batched writes to the store"
