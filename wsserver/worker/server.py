@@ -37,6 +37,7 @@ from wsserver.session.persistence import Persister
 from wsserver.session.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import SessionStore
 from wsserver.transport.control_frames import control_frame_limited
+from wsserver.transport.fast_websocket import FastConnection
 from wsserver.transport.realtime import DEFAULT_MODEL, REALTIME_PATH, RealtimeConnection
 from wsserver.transport.websocket import Connection
 from wsserver.worker import components, drain, handshake
@@ -350,6 +351,8 @@ def _connection_for(ws: ServerConnection, server: WorkerServer) -> Connection:
     if path == REALTIME_PATH:
         model = parse_qs(query).get("model", [DEFAULT_MODEL])[0][:128]
         return RealtimeConnection(ws, server, model)
+    if server.settings.ws_engine == "fast":
+        return FastConnection(ws, server)
     return Connection(ws, server)
 
 

@@ -235,6 +235,12 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
     max_input_chars: int = Field(100_000, ge=1, description="longest user input in characters")
     compression: bool = Field(False, description="enable permessage-deflate")
+    ws_engine: Literal["websockets", "fast"] = Field(
+        "websockets",
+        description="send path of native sessions: 'websockets' (its asyncio send, a writer task "
+        "per connection) or 'fast' (frames written from one loop callback per wake, orjson text "
+        "deltas; websockets still parses and checks what clients send)",
+    )
     metrics: Literal["on", "off"] = Field(
         "on",
         description="on or off: Prometheus metrics at GET /metrics (docs/METRICS.md); off: no "
