@@ -70,7 +70,7 @@ def encode_text_delta(event: TextDelta) -> bytes:
 class FastConnection(Connection):
     """A native connection whose session events are written by a loop callback."""
 
-    __slots__ = ("_drain_task", "_flush_scheduled", "_json", "_live", "_loop", "_plain")
+    __slots__ = ("_cut", "_drain_task", "_flush_scheduled", "_json", "_live", "_loop", "_plain")
 
     def __init__(self, ws: ServerConnection, server: ConnectionHost) -> None:
         super().__init__(ws, server)
@@ -78,6 +78,7 @@ class FastConnection(Connection):
         self._flush_scheduled = False
         self._live = False
         self._drain_task: asyncio.Task[None] | None = None
+        self._cut: asyncio.TimerHandle | None = None
         self._json = ws.subprotocol in (None, JSON_SUBPROTOCOL)
         # permessage-deflate frames need websockets' encoder: the slower sync path then.
         self._plain = not ws.protocol.extensions
@@ -99,6 +100,8 @@ class FastConnection(Connection):
             self._live = False
             if self._drain_task is not None:
                 self._drain_task.cancel()
+            if self._cut is not None:
+                self._cut.cancel()
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -119,7 +122,8 @@ class FastConnection(Connection):
         control = self._control
         while True:
             if ws.protocol.state is not State.OPEN:
-                return  # closing: websockets finishes the handshake
+                self._cut_at_deadline()
+                return
             if ws.paused:
                 self._drain_task = self._loop.create_task(self._after_drain())
                 return
@@ -141,6 +145,22 @@ class FastConnection(Connection):
             if event.type == "response.done":
                 runtime.settle()
             self._check_acks(event, runtime)
+
+    def _cut_at_deadline(self) -> None:
+        """The closing handshake started: drop the TCP connection at its deadline.
+
+        websockets enforces the close timeout only inside ``send``, which the
+        websockets engine's writer calls on the next event; this path never calls
+        it, so a peer that never finishes the handshake (or never closes TCP after
+        a protocol error) would hold the connection and its session forever.
+        """
+        if self._cut is not None:
+            return
+        ws = self.ws
+        deadline = ws.close_deadline
+        now = self._loop.time()
+        delay = (ws.close_timeout or 0.0) if deadline is None else max(0.0, deadline - now)
+        self._cut = self._loop.call_later(delay, ws.transport.abort)
 
     async def _after_drain(self) -> None:
         try:

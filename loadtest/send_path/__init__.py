@@ -1,0 +1,1 @@
+"""Send-path benchmark: bare websockets server, the worker, the worker's fast path."""
