@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -17,6 +18,8 @@ TEST_DEFAULTS: dict[str, Any] = {
     "decode_rate": 200.0,
     "heartbeat_interval": 30.0,
     "grace_period": 5.0,
+    # WSSERVER_TEST_WS_ENGINE=fast runs every in-process worker test on the fast send path.
+    "ws_engine": os.environ.get("WSSERVER_TEST_WS_ENGINE", "websockets"),
 }
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
+from websockets.asyncio.client import connect
 from websockets.frames import Frame, Opcode
 from websockets.streams import StreamReader
 
 from protocol.encoding import JsonCodec
 from protocol.events import TextDelta
 from tests.wsserver.conftest import StartServer, url_of
-from tests.wsserver.wire import RawClient
+from tests.wsserver.wire import RawClient, text_of
 from wsserver.transport.fast_websocket import FastConnection, encode_text_delta, frame_header
 from wsserver.transport.websocket import Connection
 
@@ -82,3 +86,24 @@ async def test_the_setting_picks_the_connection_class(start_server: StartServer)
     fast = server.settings.ws_engine == "fast"
     assert type(connection) is (FastConnection if fast else Connection)
     await client.close()
+
+
+async def test_a_response_streams_intact_under_permessage_deflate(
+    start_server: StartServer,
+) -> None:
+    server = await start_server(compression=True, answer_tokens=300, decode_rate=1000.0)
+    async with connect(url_of(server), compression="deflate") as ws:
+        assert ws.protocol.extensions, "deflate negotiated"
+        await ws.send(json.dumps({"type": "session.start"}))
+        await ws.send(json.dumps({"type": "response.create", "input": "compress me"}))
+        events = []
+        while not events or events[-1]["type"] != "response.done":
+            message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if "seq" in message:
+                events.append(message)
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    (runtime,) = server.sessions.values()
+    response = runtime.session.last_response
+    assert response is not None
+    assert text_of(events) == response.delivered_text()
+    assert events[-1]["usage"]["output_tokens_delivered"] == 300
