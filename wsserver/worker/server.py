@@ -326,6 +326,7 @@ class WorkerServer:
             "sessions": len(runtimes),
             "attached": sum(1 for r in runtimes if r.transport is not None),
             "connections": len(self.connections),
+            "ws_engine": self.settings.ws_engine,
             "outbox_bytes_max": max((r.session.outbox.nbytes for r in runtimes), default=0),
             "outbox_peak_bytes_max": max(
                 (r.session.outbox.peak_bytes for r in runtimes), default=0
