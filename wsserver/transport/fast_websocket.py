@@ -163,8 +163,13 @@ class FastConnection(Connection):
         self._cut = self._loop.call_later(delay, ws.transport.abort)
 
     async def _after_drain(self) -> None:
+        """Wait for the transport to drain, then flush again."""
         try:
             await self.ws.drain()
+        except OSError:
+            # The connection was lost while paused (reset by the peer): the reader ends
+            # it; an exception left in this task would only be logged as never retrieved.
+            return
         finally:
             self._drain_task = None
         self._flush()

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
+import socket
+import struct
 
 import pytest
 from websockets.asyncio.client import connect
@@ -13,7 +17,7 @@ from websockets.streams import StreamReader
 from protocol.encoding import JsonCodec
 from protocol.events import TextDelta
 from tests.wsserver.conftest import StartServer, url_of
-from tests.wsserver.wire import RawClient, text_of
+from tests.wsserver.wire import RawClient, text_of, wait_until
 from wsserver.transport.fast_websocket import FastConnection, encode_text_delta, frame_header
 from wsserver.transport.websocket import Connection
 
@@ -107,3 +111,24 @@ async def test_a_response_streams_intact_under_permessage_deflate(
     assert response is not None
     assert text_of(events) == response.delivered_text()
     assert events[-1]["usage"]["output_tokens_delivered"] == 300
+
+
+async def test_a_reset_while_the_socket_is_full_leaves_no_traceback(
+    start_server: StartServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = await start_server(
+        decode_rate=1000.0, answer_tokens=5000, socket_send_buffer=8192, write_limit=4096
+    )
+    client = await RawClient.connect(url_of(server), rcvbuf=4096)
+    await client.start()
+    client.ws.transport.pause_reading()
+    await client.send({"type": "response.create", "input": "fill the socket"})
+    (connection,) = server.connections
+    await wait_until(lambda: connection.ws.paused, timeout=10)
+    sock = client.ws.transport.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.ws.transport.abort()  # a reset (RST), not a close
+    await wait_until(lambda: not server.connections, timeout=10)
+    gc.collect()  # a task whose exception nobody retrieved logs it when collected
+    await asyncio.sleep(0)
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
