@@ -4,6 +4,12 @@ The WebSocket layer answers every ping with a pong by itself, before any of our
 code sees a message: a client that floods pings and never reads would make the
 worker queue pongs without bound, and pings are not messages, so the per-connection
 message rate never sees them. Past the cap the connection is closed with 4005.
+
+The same class bounds the closing handshake on the receiving side: websockets
+enforces its close timeout only inside ``send``/``ping``, so a peer that sent a bad
+frame (1002, 1007, 1009) and then kept its TCP connection open would hold the
+connection and its session until the next keepalive ping; here it is cut at the
+close deadline.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from typing import Any
 
 from websockets.asyncio.server import ServerConnection
 from websockets.frames import Frame, Opcode
-from websockets.protocol import Event
+from websockets.protocol import Event, State
 
 from protocol.codes import CloseCode
 from wsserver.frontdoor.token_bucket import TokenBucket
@@ -30,6 +36,18 @@ def control_frame_limited(rate: float, burst: int) -> type[ServerConnection]:
             super().__init__(*args, **kwargs)
             self._control_frames = TokenBucket(rate, burst, self.loop.time())
             self._closing_flood: asyncio.Task[None] | None = None
+            self._cut: asyncio.TimerHandle | None = None
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            deadline = self.close_deadline
+            if self._cut is None and deadline is not None and self.protocol.state is State.CLOSING:
+                self._cut = self.loop.call_at(deadline, self.transport.abort)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._cut is not None:
+                self._cut.cancel()
+            super().connection_lost(exc)
 
         def process_event(self, event: Event) -> None:
             if (

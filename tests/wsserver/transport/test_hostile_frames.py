@@ -164,3 +164,29 @@ async def test_a_ping_flood_mid_stream_closes_4005(start_server: StartServer) ->
         assert await client.close_code() == 4005
     finally:
         client.abort()
+
+
+@pytest.mark.parametrize("case", ["rsv2", "invalid utf-8 text", "oversize frame"])
+async def test_a_hostile_frame_from_an_idle_session_is_cut_at_the_close_deadline(
+    start_server: StartServer, case: str
+) -> None:
+    # No output, heartbeat or keepalive ping for far longer than the bound below: only
+    # the close deadline can let the connection go while the peer keeps TCP open.
+    server = await start_server(
+        max_frame_bytes=4096, close_timeout=0.3, heartbeat_interval=600.0, ping_interval=600.0
+    )
+    client = await RawSocket.open(server)
+    try:
+        client.send_json({"type": "session.start"})
+        ready = await client.until_type("session.ready")
+        data, code = HOSTILE[case]
+        client.send(data)
+        assert await client.close_code() == code
+
+        def let_go() -> bool:
+            runtime = server.sessions.get(ready["session_id"])
+            return not server.connections and (runtime is None or runtime.transport is None)
+
+        await wait_until(let_go, timeout=WAIT)
+    finally:
+        client.abort()
