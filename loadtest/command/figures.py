@@ -53,7 +53,7 @@ def build_figures(
         ),
         Figure(
             "events/s",
-            "events",
+            "events/s",
             target.rec.events / settings.duration,
             base_name,
             None if base is None else base.rec.events / settings.duration,
