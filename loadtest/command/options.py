@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -71,12 +72,19 @@ class Settings:
     def problems(self) -> list[str]:
         """What these settings refuse, in words."""
         out: list[str] = []
+        # A JSON file can say NaN or Infinity: no comparison below would catch them.
+        floats = ("duration", "drain", "ramp", "rate", "think", "slow_read_s")
+        odd = [name for name in floats if not math.isfinite(getattr(self, name))]
+        if odd:
+            out.append(f"{', '.join(odd)} must be finite numbers")
         if not 1 <= self.sessions <= 20_000:
             out.append("sessions must be 1..20000")
         if not 0 < self.duration <= 3600 or not 0 <= self.drain <= 600:
             out.append("duration must be in (0, 3600] and drain in [0, 600]")
-        if self.ramp < 0 or self.think < 0 or self.rate <= 0 or self.answer_tokens < 2:
-            out.append("ramp and think must be >= 0, rate > 0, answer_tokens >= 2")
+        if self.ramp < 0 or self.think < 0 or self.rate <= 0 or self.slow_read_s < 0:
+            out.append("ramp, think and slow-read-s must be >= 0, rate > 0")
+        if not 2 <= self.answer_tokens <= 1_000_000:
+            out.append("answer_tokens must be 2..1000000")
         for name in ("cut_share", "drop_at", "slow_share"):
             if not 0 <= getattr(self, name) <= 1:
                 out.append(f"{name.replace('_', '-')} must be in [0, 1]")
@@ -87,9 +95,17 @@ class Settings:
         if not 10 <= self.chunk_ms <= 200 or self.turn_ms < 0:
             out.append("chunk_ms must be 10..200 and turn_ms >= 0")
         unknown = set(self.mix) - set(DEFAULT_MIX)
-        if unknown or not self.mix or any(w < 0 for w in self.mix.values()):
-            out.append(f"mix weights are for {sorted(DEFAULT_MIX)}, >= 0")
+        weights = list(self.mix.values())
+        numbers = all(_is_number(w) and math.isfinite(w) and w >= 0 for w in weights)
+        if unknown or not numbers or not any(w > 0 for w in weights):
+            out.append(f"mix weights are for {sorted(DEFAULT_MIX)}, finite, >= 0, one > 0")
+        if not all(isinstance(arg, str) for arg in self.worker_args):
+            out.append("worker_args must be a list of strings")
         return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 _FLAGS = {f.name for f in fields(Settings)}
