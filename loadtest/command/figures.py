@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from loadtest.command.options import Settings
+from loadtest.command.options import Settings, public_url
 from loadtest.command.runner import Outcome
 from loadtest.common.report import Figure
 
@@ -138,6 +138,7 @@ def report_of(
     config = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
     config["report"] = str(settings.report)
     config["api_key"] = "***" if settings.api_key else ""
+    config["url"] = public_url(settings.url)
     figures = build_figures(scenario, settings, target, base)
     return {
         "schema": SCHEMA,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from loadtest.common.config import REPORTS
 
@@ -90,6 +91,8 @@ class Settings:
                 out.append(f"{name.replace('_', '-')} must be in [0, 1]")
         if self.url and not self.url.startswith(("ws://", "wss://")):
             out.append("url must start with ws:// or wss://")
+        elif self.url and not _openable(self.url):
+            out.append("url must name a host and a port in 1..65535 (ws://host[:port]/path)")
         if not 1 <= self.interrupt_after < self.answer_tokens:
             out.append("interrupt_after must be in [1, answer_tokens)")
         if not 10 <= self.chunk_ms <= 200 or self.turn_ms < 0:
@@ -102,6 +105,15 @@ class Settings:
         if not all(isinstance(arg, str) for arg in self.worker_args):
             out.append("worker_args must be a list of strings")
         return out
+
+
+def _openable(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for one out of range
+    except ValueError:  # "ws://[x": an unclosed IPv6 host
+        return False
+    return bool(parts.hostname) and port != 0
 
 
 def _is_number(value: object) -> bool:
@@ -150,6 +162,13 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         "--worker-arg", dest="worker_args", action="append", metavar="FLAG",
         help="extra flag for the local worker (repeatable), e.g. --worker-arg=--store=memory",
     )  # fmt: skip
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may hold a credential (a query, a ``user:password@``)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

@@ -40,3 +40,28 @@ def test_a_hostile_config_file_exits_2_with_its_reason(
     assert code == EXIT_CONFIG, err
     assert message in err and "Traceback" not in err
     assert not report.exists()
+
+
+def test_a_credential_in_the_url_stays_out_of_the_report_and_the_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "r.json"
+    url = "ws://ops:pass-in-userinfo@127.0.0.1:1/v1?token=wct_in_the_query"
+    argv = ["chat", "--url", url, "--duration", "0.5", "--drain", "0.5", "--sessions", "1"]
+    code = main([*argv, "--report", str(report), "--no-progress", "--no-baseline"])
+    out = capsys.readouterr()
+    assert code == 1  # nothing listens there: no session opened
+    written = report.read_text()
+    for secret in ("pass-in-userinfo", "wct_in_the_query"):
+        assert secret not in written and secret not in out.out + out.err, secret
+    assert '"url": "ws://127.0.0.1:1/v1"' in written
+
+
+@pytest.mark.parametrize("url", ["ws://[x/v1", "ws://127.0.0.1:99999/v1", "ws:///v1"])
+def test_a_url_no_client_can_open_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], url: str
+) -> None:
+    argv = ["chat", "--url", url, "--duration", "0.5", "--report", str(tmp_path / "r.json")]
+    code = main([*argv, "--no-progress", "--no-baseline"])
+    err = capsys.readouterr().err
+    assert code == EXIT_CONFIG and "url" in err and "Traceback" not in err, err
