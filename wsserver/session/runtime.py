@@ -196,6 +196,7 @@ class SessionRuntime:
         """Bind a transport; returns the one it replaced, if any."""
         previous = self.transport
         self.transport = transport
+        self.meter.transport_attached()
         self.feed(TransportAttached())
         return previous
 
