@@ -134,7 +134,7 @@ def report_of(
     target_url: str,
     environment: dict[str, Any],
 ) -> dict[str, Any]:
-    """The JSON report (every sample kept for the plots)."""
+    """The JSON report (the samples kept for the plots, bounded per figure)."""
     config = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
     config["report"] = str(settings.report)
     config["api_key"] = "***" if settings.api_key else ""
