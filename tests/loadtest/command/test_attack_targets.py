@@ -31,7 +31,7 @@ async def _hostile(ws: ServerConnection) -> None:
     elif path == "/close":
         await ws.close(1011, "go away")
         return
-    await asyncio.sleep(60)  # /silent, and the others after their bytes
+    await ws.wait_closed()  # /silent, and the others after their bytes: the client ends it
 
 
 @pytest.fixture(scope="module")
