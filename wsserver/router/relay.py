@@ -12,9 +12,11 @@ import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from wsserver.frontdoor.tls import client_context
+from wsserver.metrics import NO_ROUTER_METRICS, RouterMetrics
 from wsserver.registry.base import WorkerInfo
 from wsserver.router.http import END_OF_HEAD, response_status
 from wsserver.router.settings import RouterSettings
@@ -38,10 +40,24 @@ class Upstream:
     """The worker's response head, byte for byte."""
 
 
+UP, DOWN = "client_to_worker", "worker_to_client"
+"""Directions of the relayed-bytes metric."""
+
+
+def _uncounted(size: int) -> None:
+    """A pump's byte count nobody reads."""
+
+
 class Relay:
     """Opens connections to workers and copies bytes between them and clients."""
 
-    def __init__(self, settings: RouterSettings, counters: dict[str, int]) -> None:
+    def __init__(
+        self,
+        settings: RouterSettings,
+        counters: dict[str, int],
+        metrics: RouterMetrics = NO_ROUTER_METRICS,
+    ) -> None:
+        self.metrics = metrics
         self.settings = settings
         self.counters = counters
         """The router's counters: ``worker_failures`` and ``active`` are kept here."""
@@ -59,6 +75,7 @@ class Relay:
                 )
         except (OSError, TimeoutError, ValueError) as exc:
             self.counters["worker_failures"] += 1
+            self.metrics.placement_failed("unreachable")
             log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
             return None
         try:
@@ -70,6 +87,7 @@ class Relay:
             return Upstream(up_reader, up_writer, response_status(response), response)
         except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
             self.counters["worker_failures"] += 1
+            self.metrics.placement_failed("unreachable")
             log.info("worker %s did not answer: %s", worker.worker_id, exc or type(exc).__name__)
         except BaseException:
             up_writer.transport.abort()
@@ -90,8 +108,8 @@ class Relay:
         up_reader, up_writer = upstream.reader, upstream.writer
         self.counters["active"] += 1
         pumps = [
-            asyncio.create_task(pump(reader, up_writer)),
-            asyncio.create_task(pump(up_reader, writer)),
+            asyncio.create_task(pump(reader, up_writer, self.metrics.byte_counter(UP))),
+            asyncio.create_task(pump(up_reader, writer, self.metrics.byte_counter(DOWN))),
         ]
         try:
             done, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
@@ -120,9 +138,15 @@ def tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
 
 
-async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    """Copy ``src`` to ``dst`` with backpressure, then half-close ``dst``."""
+async def pump(
+    src: asyncio.StreamReader,
+    dst: asyncio.StreamWriter,
+    counted: Callable[[int], None] = _uncounted,
+) -> None:
+    """Copy ``src`` to ``dst`` with backpressure, then half-close ``dst``; ``counted``
+    hears each chunk's size (the relayed-bytes metric)."""
     while data := await src.read(CHUNK):
+        counted(len(data))
         dst.write(data)
         await dst.drain()
     if dst.is_closing():

@@ -7,7 +7,8 @@ Per connection, in order:
    codes, pings and every message pass through untouched;
 2. answer ``/healthz`` and ``/readyz`` (open to probes); authenticate everything else
    (:mod:`wsserver.frontdoor`: 401/403 before any worker is contacted); answer ``/stats``
-   (admin credential) and ``POST /v1/client_tokens``; any other non-upgrade request gets 400;
+   and ``/metrics`` (admin credential) and ``POST /v1/client_tokens``; any other
+   non-upgrade request gets 400;
 3. order the candidate workers (:func:`placement_order`): the session's owner if it is
    live, then rendezvous hashing over the live workers the background refresh last read;
 4. for each candidate: connect, forward the head, and read the worker's response head
@@ -36,6 +37,8 @@ from wsserver.frontdoor.quotas import QuotaLimits, Quotas
 from wsserver.frontdoor.tls import server_context
 from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
+from wsserver.metrics import router_metrics
+from wsserver.metrics.labels import auth_reason
 from wsserver.registry.base import RegistryUnavailable, WorkerInfo, WorkerRegistry
 from wsserver.registry.selector import open_registry
 from wsserver.router.errors import MalformedHead
@@ -45,6 +48,7 @@ from wsserver.router.http import (
     parse_request_head,
     refuse,
     respond,
+    respond_metrics,
     with_forwarded_for,
 )
 from wsserver.router.placement import placement_order
@@ -102,7 +106,8 @@ class Router:
         self.tls = (
             server_context(settings.tls_cert, settings.tls_key) if settings.tls_enabled() else None
         )
-        self.relay = Relay(settings, self.counters)
+        self.metrics = router_metrics(settings.metrics == "on")
+        self.relay = Relay(settings, self.counters, self.metrics)
         self._admin_server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -218,6 +223,7 @@ class Router:
         )
         if isinstance(found, AuthRefusal):
             self.counters["unauthorized"] += 1
+            self.metrics.auth_refused(auth_reason(found.status, found.message))
             return await refuse(writer, found)
         if head.upgrade:
             await self._relay(head, reader, writer)
@@ -226,8 +232,8 @@ class Router:
                 self.authenticator, self.settings, found, head.method, urlsplit(head.target).query
             )
             await respond(writer, status, body)
-        elif head.method == "GET" and head.path == "/stats":
-            await self._stats(found, writer)
+        elif head.method == "GET" and head.path in ("/stats", "/metrics"):
+            await self._stats(head.path, found, writer)
         else:
             await self._reject(writer, HTTPStatus.BAD_REQUEST, "expected a websocket upgrade")
         return None
@@ -241,6 +247,7 @@ class Router:
         refusal = self.front_door.handshake(client, origins)
         if refusal is None:
             return True
+        self.metrics.auth_refused("origin" if refusal.status == 403 else "rate_limited")
         retry = refusal.retry_after_header if refusal.retry_after else 0
         await respond(writer, refusal.status, refusal.body(), retry=retry)
         return False
@@ -254,9 +261,12 @@ class Router:
         await respond(writer, HTTPStatus.OK if ready else HTTPStatus.SERVICE_UNAVAILABLE, body)
         return None
 
-    async def _stats(self, principal: Principal, writer: asyncio.StreamWriter) -> None:
+    async def _stats(self, path: str, principal: Principal, writer: asyncio.StreamWriter) -> None:
         if not principal.admin:
-            return await refuse(writer, forbidden("stats needs an admin key"))
+            self.metrics.auth_refused("forbidden")
+            return await refuse(writer, forbidden(f"{path[1:]} needs an admin key"))
+        if path == "/metrics":
+            return await respond_metrics(writer, self.metrics.registry)
         await respond(writer, HTTPStatus.OK, self.stats())
         return None
 
@@ -267,14 +277,19 @@ class Router:
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
                 raw = await reader.readuntil(END_OF_HEAD)
-            head = parse_request_head(raw)
+            try:
+                head = parse_request_head(raw)
+            except MalformedHead as exc:
+                return await respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             if head.path in ("/healthz", "/readyz"):
                 await self._probe(head.path, writer)
             elif head.path == "/stats":
                 await respond(writer, HTTPStatus.OK, self.stats())
+            elif head.path == "/metrics":
+                await respond_metrics(writer, self.metrics.registry)
             else:
                 await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
-        except (MalformedHead, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         except TimeoutError:
             pass
@@ -305,13 +320,16 @@ class Router:
                 continue
             if upstream.status == 503:
                 self.counters["worker_refusals"] += 1
+                self.metrics.placement_failed("refused")
                 upstream.writer.transport.abort()
                 continue
             writer.write(upstream.response)
             if upstream.status == 101:
                 self.counters["connections_relayed"] += 1
+            self.metrics.placed("relayed" if upstream.status == 101 else "worker_answer")
             await self.relay.splice(reader, writer, upstream)
             return
         self.counters["refused"] += 1
+        self.metrics.placed("no_worker")
         # Every worker is full, draining or gone: the client backs off and retries.
         await respond(writer, HTTPStatus.SERVICE_UNAVAILABLE, {"error": "no worker"}, retry=1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -32,6 +32,9 @@ class RouterSettings(FrontDoorSettings):
     handshake_timeout: float = Field(10.0, gt=0, description="seconds to send the request head")
     max_head_bytes: int = Field(16384, ge=1024, description="largest HTTP request head")
     max_attempts: int = Field(5, ge=1, description="workers tried per connection before 503")
+    metrics: Literal["on", "off"] = Field(
+        "on", description="on or off: Prometheus metrics at GET /metrics (docs/METRICS.md)"
+    )
     linger_timeout: float = Field(
         30.0, gt=0, description="seconds one direction may go on after the other closed"
     )
@@ -46,6 +49,11 @@ class RouterSettings(FrontDoorSettings):
         "",
         description="CA bundle that signs the certificates of wss:// workers "
         "(default: the system's)",
+    )
+    log_format: Literal["auto", "json", "human"] = Field(
+        "auto",
+        description="log lines on stderr: 'json' (one JSON object a line), 'human', or 'auto' "
+        "(human on a terminal, json otherwise)",
     )
 
     @classmethod

@@ -9,6 +9,7 @@ from typing import Protocol
 from protocol.session import CoreSettings
 from wsserver.audio.input import AudioInputLimits
 from wsserver.engine.base import Engine, FinishReason, OutputChunk
+from wsserver.metrics import NO_METRICS, WorkerMetrics
 from wsserver.session.persistence import Persister, SessionJournal
 from wsserver.store.base import SessionStore
 
@@ -59,6 +60,7 @@ class RuntimeContext:
     """Seconds an emitted tool call waits for its result."""
     tool_retries: int = 0
     """Times the engine writes a call again after invalid arguments (0: the response fails)."""
+    metrics: WorkerMetrics = NO_METRICS
 
 
 class EngineInputs(Protocol):

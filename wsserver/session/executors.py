@@ -23,6 +23,7 @@ from protocol.session.effects import (
     Wake,
 )
 from protocol.session.inputs import TimerKind
+from wsserver.session.context import RuntimeContext
 from wsserver.session.ledger import ToolLedger
 from wsserver.session.timers import SessionTimers
 from wsserver.session.voice import VoiceInput
@@ -45,6 +46,11 @@ class EffectTarget(Protocol):
     @property
     def voice(self) -> VoiceInput | None:
         """The session's input audio (``None`` without audio)."""
+        ...
+
+    @property
+    def context(self) -> RuntimeContext:
+        """What every runtime of the worker shares (its metrics among them)."""
         ...
 
     @property
@@ -117,6 +123,16 @@ def _ledger(
     runtime: EffectTarget, effect: RecordToolCall | ApplyToolResult | CloseToolCalls
 ) -> None:
     runtime.ledger.run(effect)
+    runtime.context.metrics.tool_calls(*_tool_outcome(effect))
+
+
+def _tool_outcome(effect: RecordToolCall | ApplyToolResult | CloseToolCalls) -> tuple[str, int]:
+    """What the effect says happened to tool calls, and to how many."""
+    if isinstance(effect, RecordToolCall):
+        return "emitted", 1
+    if isinstance(effect, ApplyToolResult):
+        return ("result" if effect.error is None else "error_result"), 1
+    return "timed_out", len(effect.call_ids)
 
 
 def _commit(runtime: EffectTarget, effect: CommitInputAudio) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -20,6 +20,7 @@ import msgpack
 from protocol.event_repair import void_event
 from protocol.events import RESPONSE_CREATED, TEXT_DELTA, Event
 from protocol.session import ServerSession
+from protocol.session.responses import ResponseState
 from protocol.snapshot import conversation_snapshot, stream_snapshot
 from wsserver.store.base import (
     AppendBatch,
@@ -71,8 +72,16 @@ class SessionJournal:
     final: bool = False
     """The local runtime is going away: a non-shared store needs the snapshot now."""
 
-    def settle(self, *, include_unsent: bool = False) -> bool:
-        """Queue the usage of ended responses for the ledger (each once); whether any ended."""
+    def settle(
+        self,
+        *,
+        include_unsent: bool = False,
+        ended: Callable[[ResponseState], None] | None = None,
+    ) -> bool:
+        """Queue the usage of ended responses for the ledger (each once); whether any ended.
+
+        ``ended`` hears of each response the first time its usage is queued.
+        """
         session = self.session
         responses = session.take_settled()
         if include_unsent:
@@ -83,6 +92,8 @@ class SessionJournal:
             response.usage_recorded = True
             status = response.status.value if response.status else "unknown"
             self.usage.append(ResponseUsage(response.id, status, response.reason, response.usage()))
+            if ended is not None:
+                ended(response)
         return bool(responses)
 
     def build(self) -> AppendBatch | None:

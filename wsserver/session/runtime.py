@@ -40,6 +40,7 @@ from protocol.session.inputs import (
     SessionEnding,
     SessionMessage,
     SessionMoved,
+    SpeechStarted,
     StopRunning,
     TimerFired,
     TimerKind,
@@ -56,9 +57,14 @@ from wsserver.session.persistence import SessionJournal
 from wsserver.session.recreate import recreate_record
 from wsserver.session.timers import SessionTimers
 from wsserver.session.voice import VoiceInput
+from wsserver.telemetry import SessionTelemetry
+from wsserver.telemetry.context import response_context
 from wsserver.transport.base import Transport
 
 log = logging.getLogger(__name__)
+
+_STOPS = frozenset({"response.interrupt", "response.cancel"})
+"""Client messages that stop the running response (their latency to response.done is timed)."""
 
 __all__ = ["Departure", "RuntimeContext", "RuntimeHost", "SessionRuntime"]
 
@@ -77,7 +83,9 @@ class SessionRuntime:
         "engine",
         "journal",
         "lost_after_seq",
+        "meter",
         "principal",
+        "telemetry",
         "token_hash",
         "transport",
         "voice",
@@ -102,6 +110,7 @@ class SessionRuntime:
         # buffer here is the log. It still gets the conversation, state and usage.
         session.keep_unpersisted = shared
         self.core = SessionCore(session, core_settings(context))
+        self.telemetry = SessionTelemetry(session.session_id)
         self.transport: Transport | None = None
         self._generation: Generation | None = None
         self._recreating = False
@@ -112,6 +121,7 @@ class SessionRuntime:
         self._timers: SessionTimers | None = None
         self._ledger: ToolLedger | None = None
         self.voice: VoiceInput | None = None
+        self.meter = context.metrics.session_meter()
         if session.audio is not None:
             audio = AudioSettings.model_validate(session.audio)
             self.voice = VoiceInput(audio, context.vad, context.audio_limits)
@@ -186,6 +196,7 @@ class SessionRuntime:
         """Bind a transport; returns the one it replaced, if any."""
         previous = self.transport
         self.transport = transport
+        self.meter.transport_attached()
         self.feed(TransportAttached())
         return previous
 
@@ -196,10 +207,14 @@ class SessionRuntime:
         if self.transport is not transport:
             return
         self.transport = None
+        self.telemetry.departure = reason
         self.feed(TransportDeparted(departure, reason))
 
     def handle(self, message: SessionMessage) -> None:
         """A validated client message of the session (the reader never waits here)."""
+        # A stop with nothing running stops nothing (else the next done is timed from it).
+        if message.type in _STOPS and self.core.session.active is not None:
+            self.meter.stop_requested(message.type)
         self.feed(message)
 
     def reject(self, violation: ProtocolViolation) -> None:
@@ -220,6 +235,8 @@ class SessionRuntime:
             return
         # Most chunks cause nothing (50 a second each): the core hears only events.
         for event in events:
+            if type(event) is SpeechStarted and self.core.session.active is not None:
+                self.meter.speech_started()
             self.feed(event)
 
     def next_event(self) -> Event | None:
@@ -259,8 +276,13 @@ class SessionRuntime:
 
     def start_generation(self, effect: StartGeneration) -> None:
         request = effect.request
+        self.meter.generation_started()
+        self.telemetry.generation_started(effect.response_id)
         try:
-            generation = self.engine.submit(request, ResponseSink(self, effect.response_id))
+            # In a context naming the response: the engine's tasks log with its ids.
+            generation = response_context(self.session_id, effect.response_id).run(
+                self.engine.submit, request, ResponseSink(self, effect.response_id)
+            )
         except EngineOverloaded:
             self.feed(GenerationRefused(effect.response_id, overloaded=True))
             return
@@ -279,7 +301,9 @@ class SessionRuntime:
 
     def engine_output(self, response_id: str, chunk: OutputChunk) -> None:
         """Engine output of a running response (pushed from the engine, no task hop)."""
+        self.telemetry.output(response_id)
         try:
+            self.meter.chunk()
             # Once per token: the core's allocation-free entry for EngineOutput.
             self.execute(self.core.output(response_id, chunk, time.monotonic(), self._generation))
         except Exception:
@@ -355,6 +379,7 @@ class SessionRuntime:
         if self.core.closed:
             return
         self.feed(SessionEnding())
+        self.telemetry.session_ended("ended" if remove_from_store else "expired", self.session)
         if self._timers is not None:
             self._timers.cancel_all()
         self.journal.final = True
@@ -366,6 +391,7 @@ class SessionRuntime:
         if self.core.closed:
             return
         self.feed(SessionMoved())
+        self.telemetry.session_ended("moved", self.session)
         if self._timers is not None:
             self._timers.cancel_all()
         # Let the transport go first: its close is no departure of this session.
@@ -399,5 +425,9 @@ class SessionRuntime:
 
     def settle(self, *, include_unsent: bool = False) -> None:
         """Write the usage of finished responses to the store's ledger."""
-        if self.journal.settle(include_unsent=include_unsent):
+        start = len(self.journal.usage)
+        if self.journal.settle(include_unsent=include_unsent, ended=self.telemetry.response_ended):
             self.persist()
+        self.context.metrics.responses_ended(self.journal.usage, start)
+        if not include_unsent:  # the writer's call, right after a response.done left
+            self.meter.done_sent()

@@ -19,6 +19,7 @@ from protocol.messages import SessionResume, SessionStart
 from protocol.session.inputs import Departure, SessionMessage
 from protocol.session.state import ServerSession
 from wsserver.frontdoor.gate import FrontDoor
+from wsserver.metrics import WorkerMetrics
 
 
 class Transport(Protocol):
@@ -129,6 +130,11 @@ class ConnectionHost(Protocol):
     @property
     def front_door(self) -> FrontDoor:
         """Quotas of the connection's principal."""
+        ...
+
+    @property
+    def metrics(self) -> WorkerMetrics:
+        """The worker's metrics (closes by code)."""
         ...
 
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> None:

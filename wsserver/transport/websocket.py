@@ -139,6 +139,7 @@ class Connection:
         if self._closing:
             return
         self._closing = True
+        self.server.metrics.closed(code)
         runtime = self.runtime
         if runtime is not None:
             runtime.detach(self, departure_for(code), reason=CLOSE_CODES[code].name)

@@ -17,8 +17,10 @@ from protocol.errors import ProtocolViolation
 from protocol.events import SESSION_READY, connection_message
 from protocol.messages import SessionResume, SessionStart
 from wsserver.frontdoor.principal import Principal
+from wsserver.metrics import WorkerMetrics
 from wsserver.session.runtime import Departure, SessionRuntime
 from wsserver.store.base import SessionStore, SessionStoreUnavailable
+from wsserver.telemetry import bind_session
 from wsserver.transport.websocket import Connection
 from wsserver.worker.session_manager import SessionManager
 from wsserver.worker.settings import Settings
@@ -36,6 +38,7 @@ class HandshakeHost(Protocol):
     store: SessionStore
     manager: SessionManager
     draining: bool
+    metrics: WorkerMetrics
 
     @property
     def full(self) -> bool:
@@ -82,6 +85,7 @@ async def resume_session(
             runtime = await host.manager.resume(message, principal.id)
         events = runtime.session.replay_after(message.last_seq)
     except ProtocolViolation as violation:
+        host.metrics.resume_refused(violation.code.value)
         violation.request_id = violation.request_id or message.id
         connection.reject(violation)
         return
@@ -93,6 +97,7 @@ async def resume_session(
         runtime.detach(previous, Departure.LOST)
         previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
     _bind(host.settings, connection, runtime, resumed=True, token=None)
+    host.metrics.resumed(len(events))
     connection.start_replay(events)
 
 
@@ -146,6 +151,7 @@ def _bind(
 ) -> None:
     runtime.attach(connection)
     connection.bind(runtime)
+    bind_session(runtime.session_id)  # the reader's lines from now on name the session
     ready = connection_message(
         SESSION_READY,
         protocol=PROTOCOL_VERSION,

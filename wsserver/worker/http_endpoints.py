@@ -5,8 +5,9 @@ On the main port every request is authenticated and counted by the front door
 ``/readyz``, which say nothing about sessions. An upgrade that passes is admitted
 (or refused before the upgrade while draining or full, so a router can place it
 elsewhere); ``/v1/client_tokens`` mints client tokens; ``/stats`` and ``/usage/ID``
-need an admin credential. The admin listener (``--admin-port``) serves the probes,
-``/stats`` and ``/usage/ID`` without credentials and no WebSockets.
+and ``/metrics`` need an admin credential. The admin listener (``--admin-port``) serves
+the probes, ``/stats``, ``/metrics`` and ``/usage/ID`` without credentials and no
+WebSockets.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import weakref
 from http import HTTPStatus
 from typing import Any, Protocol
 
+from prometheus_client import CollectorRegistry
 from websockets.asyncio.server import ServerConnection
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
@@ -27,10 +29,15 @@ from wsserver.frontdoor.principal import Admission, Principal
 from wsserver.frontdoor.quotas import Client
 from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
+from wsserver.metrics import CONTENT_TYPE, WorkerMetrics, render
+from wsserver.metrics.labels import auth_reason
 from wsserver.store.base import SessionStore, SessionStoreUnavailable
 from wsserver.worker.handshake import RETRY_AFTER_MS
 from wsserver.worker.settings import Settings
 from wsserver.worker.usage_report import usage_report
+
+ADMIN_PATHS = ("/stats", "/metrics")
+"""Endpoints for operators: an admin credential on the main port, none on the admin one."""
 
 
 class EndpointHost(Protocol):
@@ -41,6 +48,7 @@ class EndpointHost(Protocol):
     front_door: FrontDoor
     store: SessionStore
     draining: bool
+    metrics: WorkerMetrics
 
     @property
     def full(self) -> bool:
@@ -111,12 +119,14 @@ class HttpEndpoints:
         origins = headers.get_all("Origin") if upgrade or demo else []
         refusal = host.front_door.handshake(client, origins)
         if refusal is not None:
+            host.metrics.auth_refused("origin" if refusal.status == 403 else "rate_limited")
             retry = refusal.retry_after_header if refusal.retry_after else None
             return json_response(refusal.status, refusal.body(), retry_after=retry)
         if demo and self._demo is not None:
             # Public files and a token endpoint that decides for itself: no credential.
             return self._demo.answer(request.method, path, origins)
         if isinstance(found, AuthRefusal):
+            host.metrics.auth_refused(auth_reason(found.status, found.message))
             return refusal_response(found)
         if upgrade:
             return self._admit(connection, request, found, client.address)
@@ -125,8 +135,9 @@ class HttpEndpoints:
                 host.authenticator, host.settings, found, request.method, query
             )
             return json_response(status, body)
-        if path == "/stats" or path.startswith("/usage/"):
+        if path in ADMIN_PATHS or path.startswith("/usage/"):
             if not found.admin:
+                host.metrics.auth_refused("forbidden")
                 return refusal_response(forbidden(f"{path.split('/')[1]} needs an admin key"))
             return await self._admin_endpoint(path)
         return None
@@ -156,7 +167,7 @@ class HttpEndpoints:
         path = request.path.partition("?")[0]
         if path in ("/healthz", "/readyz"):
             return await self._probe(path)
-        if path == "/stats" or path.startswith("/usage/"):
+        if path in ADMIN_PATHS or path.startswith("/usage/"):
             return await self._admin_endpoint(path)
         return json_response(HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
 
@@ -170,6 +181,8 @@ class HttpEndpoints:
     async def _admin_endpoint(self, path: str) -> Response:
         if path == "/stats":
             return json_response(HTTPStatus.OK, self._host.stats())
+        if path == "/metrics":
+            return metrics_response(self._host.metrics.registry)
         return await self._usage_response(path.removeprefix("/usage/"))
 
     async def _usage_response(self, session_id: str) -> Response:
@@ -185,6 +198,15 @@ class HttpEndpoints:
 async def no_websocket(ws: ServerConnection) -> None:
     """The admin listener's handler: never reached, every request is answered before."""
     await ws.close()
+
+
+def metrics_response(registry: CollectorRegistry | None) -> Response:
+    """The Prometheus text format; 404 with ``--metrics off`` (no registry)."""
+    if registry is None:
+        return json_response(HTTPStatus.NOT_FOUND, {"error": "metrics are off (--metrics off)"})
+    payload = render(registry)
+    headers = Headers([("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(payload)))])
+    return Response(HTTPStatus.OK.value, HTTPStatus.OK.phrase, headers, payload)
 
 
 def refusal_response(refusal: AuthRefusal) -> Response:

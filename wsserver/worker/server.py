@@ -41,6 +41,7 @@ from wsserver.transport.realtime import DEFAULT_MODEL, REALTIME_PATH, RealtimeCo
 from wsserver.transport.websocket import Connection
 from wsserver.worker import components, drain, handshake
 from wsserver.worker.http_endpoints import HttpEndpoints, no_websocket
+from wsserver.worker.metrics_wiring import metrics_of
 from wsserver.worker.session_manager import SessionManager
 from wsserver.worker.settings import Settings
 
@@ -68,6 +69,7 @@ class WorkerServer:
         self._admin_server: Server | None = None
         self.engine: Engine = engine or components.engine_of(settings)
         self.store: SessionStore = store or components.store_of(settings)
+        self.metrics = metrics_of(self)
         self.persister = Persister(self.store, interval=settings.store_flush_ms / 1000)
         self.manager = SessionManager(self.store, self._runtime_context, settings.limits())
         self.front_door: FrontDoor = components.front_door(
@@ -94,6 +96,7 @@ class WorkerServer:
             audio_limits=components.audio_limits(self.settings),
             tool_timeout=self.settings.tool_timeout,
             tool_retries=self.settings.tool_retries,
+            metrics=self.metrics,
         )
 
     @property
@@ -202,6 +205,7 @@ class WorkerServer:
         principal = admission.principal if admission is not None else None
         quota = self.front_door.connect(self.front_door_client(ws, ws.request, principal))
         if isinstance(quota, Refusal):  # concurrent handshakes raced past the check
+            self.metrics.closed(CloseCode.CONNECTION_LIMIT_REACHED)
             await ws.close(CloseCode.CONNECTION_LIMIT_REACHED, quota.message)
             return
         connection = _connection_for(ws, self)

@@ -234,6 +234,11 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     max_output_tokens: int = Field(4096, ge=1, description="upper bound on a response's tokens")
     max_input_chars: int = Field(100_000, ge=1, description="longest user input in characters")
     compression: bool = Field(False, description="enable permessage-deflate")
+    metrics: Literal["on", "off"] = Field(
+        "on",
+        description="on or off: Prometheus metrics at GET /metrics (docs/METRICS.md); off: no "
+        "instrumentation work at all, and /metrics answers 404",
+    )
     vad: Literal["energy", "silero"] = Field(
         "energy",
         description="voice-activity detector of sessions with server VAD: 'energy' (numpy) or "
@@ -360,6 +365,18 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     )
     quota_ipv6_prefix: int = Field(
         64, ge=32, le=128, description="IPv6 clients in one network of this length count as one"
+    )
+    # -- telemetry (docs/OBSERVABILITY.md)
+    log_format: Literal["auto", "json", "human"] = Field(
+        "auto",
+        description="log lines on stderr: 'json' (one JSON object a line), 'human', or 'auto' "
+        "(human on a terminal, json otherwise)",
+    )
+    otlp_endpoint: str = Field(
+        "",
+        description="OTLP/HTTP collector to export a span per response to, e.g. "
+        "http://127.0.0.1:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no traces; "
+        "needs pip install 'wsserver[otel]')",
     )
 
     @classmethod

@@ -1,0 +1,1 @@
+"""The one load-test command, ``python -m loadtest SCENARIO`` (see ``loadtest/README.md``)."""
