@@ -277,7 +277,10 @@ class Router:
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
                 raw = await reader.readuntil(END_OF_HEAD)
-            head = parse_request_head(raw)
+            try:
+                head = parse_request_head(raw)
+            except MalformedHead as exc:
+                return await respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             if head.path in ("/healthz", "/readyz"):
                 await self._probe(head.path, writer)
             elif head.path == "/stats":
@@ -286,7 +289,7 @@ class Router:
                 await respond_metrics(writer, self.metrics.registry)
             else:
                 await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
-        except (MalformedHead, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         except TimeoutError:
             pass
