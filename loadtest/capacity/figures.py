@@ -79,6 +79,16 @@ METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("resume latency p50 (all at once)", "ms", ("lifecycle", "resume", "latency_ms", "p50")),
     ("resume latency p99 (all at once)", "ms", ("lifecycle", "resume", "latency_ms", "p99")),
     (
+        "voice: Redis memory growth per session",
+        "bytes",
+        ("voice", "redis_memory_growth_per_session_bytes"),
+    ),
+    (
+        "Redis connections a worker opened while sessions started",
+        "connections",
+        ("lifecycle", "redis_connections_opened"),
+    ),
+    (
         "voice: Redis commands per session-second",
         "commands",
         ("voice", "redis_commands_per_session_s"),

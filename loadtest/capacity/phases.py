@@ -125,6 +125,7 @@ def measure_lifecycle(config: CapacityConfig, redis: RedisProcess, log_dir: Path
         worker.check_alive()
         warnings = log_warnings(worker)
     back = sum(r["sessions"] for r in resumed)
+    delta_start = counter_delta(before, start_redis)
     return {
         "sessions_opened": opened,
         "connect_failures": merge_counts(c["failures"] for c in connected),
@@ -136,6 +137,8 @@ def measure_lifecycle(config: CapacityConfig, redis: RedisProcess, log_dir: Path
         # (not all of it returns to the system) is charged to the detached sessions.
         "rss_per_detached_session_kib": _per((rss_detached - rss_base) / 1024, opened, 2),
         "redis_memory_per_session_bytes": _per(redis_mem_idle - redis_mem_base, opened),
+        # Connections the worker opened to Redis while the sessions started (its pool).
+        "redis_connections_opened": delta_start.get("connections", 0.0),
         "cpu_baseline": baseline,
         "cpu_idle": idle,
         "cpu_detached": detached,
@@ -153,7 +156,7 @@ def measure_lifecycle(config: CapacityConfig, redis: RedisProcess, log_dir: Path
         ),
         "session_start": {
             "worker_cpu_us": _per(1e6 * start_cpu, opened),
-            "redis": _redis_cost(counter_delta(before, start_redis), opened),
+            "redis": _redis_cost(delta_start, opened),
         },
         "resume": {
             "sessions_resumed": back,
@@ -233,6 +236,10 @@ def measure_voice(config: CapacityConfig, redis: RedisProcess, log_dir: Path) ->
             # Over the whole rung (warm-up included): the store's share of a voice session.
             "redis_commands_per_session_s": _per(delta.get("commands", 0.0), opened * int(wall), 2),
             "redis_pct_of_core": round(100 * delta.get("cpu_s", 0.0) / wall, 1),
+            # Mostly the replay log of its audio answers, bounded by --replay-max-bytes.
+            "redis_memory_growth_per_session_bytes": _per(
+                delta.get("used_memory_bytes", 0.0), opened
+            ),
         }
     )
     return result

@@ -21,6 +21,7 @@ _STATS = {
     "total_net_input_bytes": "net_in_bytes",
     "total_net_output_bytes": "net_out_bytes",
     "used_memory": "used_memory_bytes",
+    "total_connections_received": "connections",
 }
 
 

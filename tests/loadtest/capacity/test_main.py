@@ -37,6 +37,7 @@ def test_a_tiny_run_measures_every_kind_of_session(tmp_path: Path) -> None:
     assert lifecycle["session_start"]["redis"]["by_command"].get("hset", 0) >= 1
     assert lifecycle["resume"]["redis"]["by_command"].get("hgetall", 0) >= 1
     assert lifecycle["rss_idle_mib"] > 0 and lifecycle["cpu_idle"]["wall_s"] >= 1
+    assert lifecycle["redis_connections_opened"] >= 1
     stream = round_["stream"]
     assert stream["sessions_opened"] == 6 and stream["tokens_per_s"] > 0
     # Tokens reach the replay log in Redis.
