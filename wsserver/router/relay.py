@@ -60,6 +60,13 @@ class Relay:
         self.counters = counters
         """The router's counters: ``worker_failures`` and ``active`` are kept here."""
         self._worker_tls: ssl.SSLContext | None = None
+        self.splices: set[Splice] = set()
+        """The connections relayed now."""
+
+    def buffered_bytes(self) -> int:
+        """Bytes held for peers across every relayed connection (bounded per connection:
+        :data:`~wsserver.router.splice.WRITE_HIGH_WATER` plus one read, each way)."""
+        return sum(spliced.buffered() for spliced in self.splices)
 
     async def open(self, worker: WorkerInfo, head: bytes) -> Upstream | None:
         """Connect to ``worker``, send ``head``, read its response head; None if it failed."""
@@ -104,12 +111,13 @@ class Relay:
     ) -> None:
         """Relay both ways (:mod:`wsserver.router.splice`) until both sides closed."""
         self.counters["active"] += 1
+        spliced = Splice(
+            self.settings.linger_timeout,
+            self.metrics.byte_counter(UP),
+            self.metrics.byte_counter(DOWN),
+        )
         try:
-            spliced = Splice(
-                self.settings.linger_timeout,
-                self.metrics.byte_counter(UP),
-                self.metrics.byte_counter(DOWN),
-            )
+            self.splices.add(spliced)
             # What each stream read past its head goes first, in order.
             client_bytes, client_eof = stream_leftovers(reader)
             worker_bytes, worker_eof = stream_leftovers(upstream.reader)
@@ -127,6 +135,7 @@ class Relay:
             raise
         finally:
             self.counters["active"] -= 1
+            self.splices.discard(spliced)
             upstream.writer.close()
 
 

@@ -165,6 +165,14 @@ class Splice:
             self.abort()
             raise
 
+    def buffered(self) -> int:
+        """Bytes the router holds for the two peers now (their write buffers)."""
+        return sum(
+            side.transport.get_write_buffer_size()
+            for side in (self.client, self.worker)
+            if side.transport is not None and not side.lost
+        )
+
     def abort(self) -> None:
         """Cut both sides now."""
         for side in (self.client, self.worker):
