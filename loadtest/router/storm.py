@@ -32,7 +32,8 @@ def storm_settings(config: RouterBenchConfig, url: str) -> Settings:
     settings = Settings(
         sessions=config.sessions,
         duration=config.duration,
-        drain=max(config.drain, 10.0),
+        # Long enough for the answer running at the end to finish (else the bound cuts it).
+        drain=max(config.drain, config.answer_tokens / config.decode_rate + 10.0),
         ramp=config.warmup,
         rate=config.decode_rate,
         answer_tokens=config.answer_tokens,
