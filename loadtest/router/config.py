@@ -155,7 +155,7 @@ def resolve_config(args: argparse.Namespace) -> RouterBenchConfig:
         idle_duration=float(pick["idle_duration"]),
         rounds=int(pick["rounds"]),
         phases=(args.only,) if args.only else ("idle", "stream"),
-        report=report_path(args, "router"),
+        report=report_path(args, "router-storm" if args.storm else "router"),
         router_args=list(args.router_arg),
         storm=args.storm,
         storm_drop_at=args.drop_at,

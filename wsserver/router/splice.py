@@ -61,7 +61,7 @@ class Side(asyncio.Protocol):
             peer.transport.write(data)
 
     def eof_received(self) -> bool:
-        """Half-close the peer; keep this transport open for the other direction."""
+        """Half-close the peer; keep this transport open for the other direction (TCP)."""
         self.eof = True
         peer = self.peer
         if peer is not None and peer.transport is not None and not peer.transport.is_closing():
@@ -73,7 +73,9 @@ class Side(asyncio.Protocol):
             else:
                 peer.transport.close()  # TLS: no half-close; close after the flush
         self.pair.half_closed()
-        return True
+        # Plain TCP stays open for the other direction; TLS cannot (asyncio warns when
+        # asked to), so it closes, and its connection_lost closes the peer after a flush.
+        return self.transport is not None and self.transport.can_write_eof()
 
     # -- writing: backpressure onto the peer's reading ------------------------
 
