@@ -205,44 +205,95 @@ async def test_worker_dying_mid_stream_ends_the_client_promptly(
     writer.close()
 
 
-async def test_client_that_stops_reading_bounds_the_router_memory(
-    router: Router, worker: StandInWorker
-) -> None:
-    block = os.urandom(1 << 20)
-    total_blocks = 96
-    progress = {"sent": 0, "blocked": False, "done": False}
+class Flood:
+    """96 MiB written as fast as the peer's TCP window lets through."""
 
-    async def flood(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        for _ in range(total_blocks):
-            writer.write(block)
-            progress["blocked"] = True
+    BLOCK = os.urandom(1 << 20)
+    BLOCKS = 96
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.blocked = False
+        self.done = False
+
+    async def run(self, writer: asyncio.StreamWriter) -> None:
+        for _ in range(self.BLOCKS):
+            writer.write(self.BLOCK)
+            self.blocked = True
             await writer.drain()
-            progress["blocked"] = False
-            progress["sent"] += len(block)
-        progress["done"] = True
+            self.blocked = False
+            self.sent += len(self.BLOCK)
+        self.done = True
 
-    worker.behaviour = flood
-    reader, writer = await connect(router)
-    sock = writer.get_extra_info("socket")
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # a phone on a bad link
-    # The client reads nothing. The worker either stalls (TCP holds it back) or, were
-    # the router buffering for the client, gets all 96 MiB out.
-    last = -1
-    async with asyncio.timeout(60):
-        while not progress["done"]:
-            await asyncio.sleep(0.3)
-            if progress["blocked"] and progress["sent"] == last:
-                break
-            last = int(progress["sent"])
+    async def stalled_or_done(self) -> None:
+        """Until the sender is held back (blocked, no progress for 0.3 s) or finished."""
+        last = -1
+        async with asyncio.timeout(60):
+            while not self.done:
+                await asyncio.sleep(0.3)
+                if self.blocked and self.sent == last:
+                    return
+                last = self.sent
+
+    async def received_by(self, reader: asyncio.StreamReader) -> None:
+        """Every byte, in order."""
+        async with asyncio.timeout(60):
+            for _ in range(self.BLOCKS):
+                assert await reader.readexactly(len(self.BLOCK)) == self.BLOCK
+
+
+def assert_bounded(router: Router, flood: Flood) -> None:
     held = router.stats()["relay_buffered_bytes"]
     # Per direction: the high-water mark plus one read.
     assert held <= 2 * (WRITE_HIGH_WATER + READ_MAX), held
-    assert not progress["done"], "the worker sent everything to a client that read nothing"
-    # Reading again, the client gets every byte, in order.
+    assert not flood.done, "the sender got everything out to a peer that read nothing"
+
+
+def small_receive_buffer(writer: asyncio.StreamWriter) -> None:
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)  # a phone on a bad link
+
+
+async def test_client_that_stops_reading_bounds_the_router_memory(
+    router: Router, worker: StandInWorker
+) -> None:
+    flood = Flood()
+
+    async def flood_the_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await flood.run(writer)
+
+    worker.behaviour = flood_the_client
+    reader, writer = await connect(router)
+    small_receive_buffer(writer)
+    # The client reads nothing. The worker either stalls (TCP holds it back) or, were
+    # the router buffering for the client, gets all 96 MiB out.
+    await flood.stalled_or_done()
+    assert_bounded(router, flood)
+    await flood.received_by(reader)  # reading again, the client gets it all
+    assert flood.done
+    writer.close()
+
+
+async def test_worker_that_stops_reading_bounds_the_router_memory(
+    router: Router, worker: StandInWorker
+) -> None:
+    flood, release, received = Flood(), asyncio.Event(), asyncio.Event()
+
+    async def read_later(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        small_receive_buffer(writer)
+        await release.wait()
+        await flood.received_by(reader)
+        received.set()
+
+    worker.behaviour = read_later
+    _reader, writer = await connect(router)
+    sender = asyncio.create_task(flood.run(writer))
+    await flood.stalled_or_done()
+    assert_bounded(router, flood)
+    release.set()
     async with asyncio.timeout(60):
-        for _ in range(total_blocks):
-            assert await reader.readexactly(len(block)) == block
-    assert progress["done"]
+        await received.wait()
+        await sender
     writer.close()
 
 
