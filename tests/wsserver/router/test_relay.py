@@ -42,7 +42,9 @@ class StandInWorker:
         self.server: asyncio.Server | None = None
 
     async def start(self) -> int:
-        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        # A deep backlog, as the worker's: 300 connections at once on a loaded machine
+        # must not wait out SYN retries (the router would give up on it: 503).
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0, backlog=1024)
         return int(self.server.sockets[0].getsockname()[1])
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -103,7 +105,8 @@ async def connect(
     """An upgraded raw connection through the router; ``early``: sent with the head."""
     reader, writer = await asyncio.open_connection("127.0.0.1", router.port, limit=1 << 20)
     writer.write(HEAD + early)
-    assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 101")
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 101"), head
     return reader, writer
 
 
