@@ -166,11 +166,12 @@ class WorkerGroup:
         for slot in range(self.count):
             if self.stopping.is_set():
                 return
-            old = self.slots[slot]
             new = await self._replacement(slot)
             if new is None:
                 print(f"rolling restart stopped: worker {slot} did not start", flush=True)
                 return
+            # Read after the wait: a dead worker's restart may have filled the slot meanwhile.
+            old = self.slots[slot]
             if old is not None:
                 old.retired = True
             self._install(slot, new)
@@ -206,7 +207,11 @@ class WorkerGroup:
                 return
             new = await self._replacement(slot)
             if new is not None:
-                if not self.stopping.is_set():
+                if self.slots[slot] is not child:
+                    # A rolling restart refilled the slot meanwhile: one worker per slot.
+                    new.retired = True
+                    new.drain()
+                elif not self.stopping.is_set():
                     self._install(slot, new)
                 return
             if self._failed_starts >= MAX_FAILED_STARTS:
