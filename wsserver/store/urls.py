@@ -33,3 +33,13 @@ def cluster_seeds(url: str) -> list[tuple[str, int]]:
             raise ValueError(f"not a HOST:PORT seed node: {seed!r}")
         seeds.append((host.strip("[]"), int(port)))
     return seeds
+
+
+def printable_store_url(url: str) -> str:
+    """``url`` as a banner may show it: no user, password or query (redis-py takes a
+    ``?password=`` from the query, so it is a credential too)."""
+    parts = urlsplit(url)
+    if not parts.scheme:
+        return url  # "memory", or something the selector will refuse by name
+    netloc = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{netloc}{parts.path}"

@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 
+from wsserver.store.urls import printable_store_url
 from wsserver.supervisor.child import WorkerChild
 from wsserver.supervisor.errors import SupervisorError
 from wsserver.supervisor.port import reserve_port
@@ -128,7 +129,7 @@ class WorkerGroup:
         settings = self.settings
         scheme = "wss" if settings.tls_enabled() else "ws"
         ids = ", ".join(c.worker_id for c in self.slots if c is not None)
-        store = settings.store.split("@")[-1]  # never print credentials
+        store = printable_store_url(settings.store)  # never print credentials
         print(
             f"wsserver listening on {scheme}://{settings.host}:{self.port} "
             f"({self.count} workers: {ids}; store: {store}, engine: {settings.engine}; "
