@@ -76,6 +76,14 @@ class WorkerGroup:
         """Run until a signal stops the group; the exit status."""
         reserved = reserve_port(self.settings.host, self.settings.port)
         self.port = reserved.getsockname()[1]
+        admin = self.settings.admin_port
+        if admin and admin <= self.port < admin + self.count:
+            reserved.close()
+            # Both reuse the port: that worker's admin listener would take upgrades (404).
+            raise SupervisorError(
+                f"--admin-port {admin} gives the workers ports {admin}-{admin + self.count - 1}"
+                f", which include the group's port {self.port}: choose another admin port"
+            )
         # Before any worker starts: a signal during startup is acted on once they are up.
         self._handle_signals()
         try:
