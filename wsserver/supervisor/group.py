@@ -118,7 +118,14 @@ class WorkerGroup:
 
     async def _start(self, child: WorkerChild) -> None:
         self.live.add(child)
-        await child.start()
+        try:
+            await child.start()
+        except BaseException:
+            # Cut short (a SIGTERM cancels a roll mid-spawn): asyncio ends the process
+            # it forked; with no process there is nothing to drain or wait for.
+            if child.process is None:
+                self.live.discard(child)
+            raise
         self._keep(asyncio.create_task(self._forget_on_exit(child)))
 
     async def _forget_on_exit(self, child: WorkerChild) -> None:
