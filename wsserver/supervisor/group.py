@@ -259,7 +259,14 @@ class WorkerGroup:
         for child in children:
             child.retired = True
             child.drain()
-        codes = await asyncio.gather(*(c.wait() for c in children))
+        exits = await asyncio.gather(*(c.wait() for c in children))
+        # A worker still starting (a roll's replacement) has no SIGTERM handler yet: the
+        # drain's signal ends it (143); that is the stop asked for, not a failure.
+        codes = [
+            code
+            for child, code in zip(children, exits, strict=True)
+            if child.ready.is_set() or code != 128 + signal.SIGTERM
+        ]
         for watcher in list(self._watchers):
             watcher.cancel()
         await asyncio.gather(*self._watchers, return_exceptions=True)

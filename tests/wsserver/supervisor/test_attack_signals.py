@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 from collections.abc import Iterator
@@ -65,3 +66,20 @@ async def test_sighup_while_a_killed_worker_restarts_leaves_n_workers(
     await eventually(lambda: _count(group, "rolling restart done") == 2, 40)
     await eventually(lambda: len(children(parent)) == 2, 20)
     assert group.process.poll() is None
+
+
+async def test_a_sighup_storm_then_sigterm_mid_roll_drains_everything(
+    group: WorkerGroupProcess,
+) -> None:
+    assert group.process is not None
+    for _ in range(10):
+        group.signal(signal.SIGHUP)
+    # (the kernel coalesces signals not yet delivered: some may never arrive)
+    await eventually(lambda: _count(group, "rolling restart of 2 workers") >= 1, 20)
+    await eventually(lambda: len(group.ready_workers()) == 3, 40)  # the roll's first one
+    group.signal(signal.SIGTERM)  # mid-roll: the roll stops, every live worker drains
+    started = set(group.ready_workers().values())
+    assert await asyncio.to_thread(group.process.wait, 40) == 0, "".join(group.lines)
+    assert _count(group, "rolling restart of 2 workers") == 1, "one roll for the storm"
+    assert _count(group, "rolling restart done") == 0
+    await eventually(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in started), 10)
