@@ -17,6 +17,7 @@ from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
 from wsserver.demo_page.endpoint import page_url
 from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.store.urls import printable_store_url
 from wsserver.telemetry import TelemetryConfigError, configure_logging, configure_worker
 from wsserver.telemetry.sanitize import register_secret
 from wsserver.telemetry.tracing import ResponseTracer, otlp_endpoint, start_tracing
@@ -157,7 +158,7 @@ async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> i
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
     url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
-    store = settings.store.split("@")[-1]  # never print credentials
+    store = printable_store_url(settings.store)  # never print credentials
     print(
         f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
         f"engine: {settings.engine}{_speech(settings)})",

@@ -90,7 +90,15 @@ class Relay:
                 await up_writer.drain()
                 response = await up_reader.readuntil(END_OF_HEAD)
             return Upstream(up_reader, up_writer, response_status(response), response)
-        except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
+        # LimitOverrunError: no head within CHUNK bytes (not HTTP, or a broken worker);
+        # it is no ValueError, and uncaught it cut the client with a traceback, no retry.
+        except (
+            OSError,
+            TimeoutError,
+            ValueError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ) as exc:
             self.counters["worker_failures"] += 1
             self.metrics.placement_failed("unreachable")
             log.info("worker %s did not answer: %s", worker.worker_id, exc or type(exc).__name__)
