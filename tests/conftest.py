@@ -5,6 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.llama_server import LlamaServerProcess
+from tests.redis_cluster import LocalRedisCluster
 from tests.redis_server import RedisServer
 
 
@@ -37,3 +38,27 @@ def llama_server() -> Iterator[LlamaServerProcess]:
     server = LlamaServerProcess(parallel=2).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalRedisCluster]:
+    """One three-primary Redis Cluster (a replica each) for the test session; don't kill
+    its nodes (start a :class:`LocalRedisCluster` of your own for that)."""
+    cluster = LocalRedisCluster().start()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def redis_cluster_url(redis_cluster: LocalRedisCluster) -> str:
+    """An empty shared Redis Cluster: ``redis+cluster://`` with one seed node."""
+    redis_cluster.flush()
+    return redis_cluster.url
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def any_redis_url(request: pytest.FixtureRequest) -> str:
+    """A clean single Redis, then a clean Redis Cluster: a test runs on both."""
+    return str(
+        request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster_url")
+    )

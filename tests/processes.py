@@ -64,7 +64,7 @@ class WorkerProcess:
 
     def start(self, timeout: float = 20.0) -> WorkerProcess:
         self.process = subprocess.Popen(
-            [*WSSERVER, "serve", "--port", "0", "--worker-id", self.name, *self.flags],
+            [*WSSERVER, "serve", "--port", "0", "--worker-id", self.name, *self._one, *self.flags],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -76,6 +76,12 @@ class WorkerProcess:
             raise RuntimeError(f"{self.name} did not start:\n{''.join(self.lines)}")
         self.url = url[0]
         return self
+
+    @property
+    def _one(self) -> list[str]:
+        # One process (signals reach the worker itself) unless the test asks for a group:
+        # with a shared store --workers defaults to one per core.
+        return [] if any(f.startswith("--workers") for f in self.flags) else ["--workers", "1"]
 
     @property
     def http(self) -> str:

@@ -27,6 +27,7 @@ BENCHMARKS = {
     "engines": ("loadtest.engines", "a real model through the worker against it called directly"),
     "realtime": ("loadtest.realtime", "/v1/realtime against the native protocol"),
     "metrics-cost": ("loadtest.metrics_cost", "CPU per token with metrics on against off"),
+    "capacity": ("loadtest.capacity", "memory, CPU and Redis work per session kind: CAPACITY.md"),
 }
 """Today's benchmarks: ``python -m loadtest NAME ARGS`` runs ``python -m MODULE ARGS``."""
 

@@ -165,6 +165,8 @@ def worker_argv(
         # keep it at the engine's fixed base (20 ms), which the bare server copies.
         "--prefill-per-token-ms=0",
         "--log-level=WARNING",
+        # One process, measured by its pid (with a shared store the default is a group).
+        "--workers=1",
         *extra,
     ]
 

@@ -138,6 +138,8 @@ def worker_argv(extra: Sequence[str]) -> list[str]:
         # schema asks for.
         "--max-output-tokens=1000",
         "--log-level=WARNING",
+        # One process, whose RSS is read by pid (with --store redis the default is a group).
+        "--workers=1",
         *extra,
     ]
 

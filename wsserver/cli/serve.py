@@ -17,6 +17,7 @@ from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
 from wsserver.demo_page.endpoint import page_url
 from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.store.urls import printable_store_url
 from wsserver.telemetry import TelemetryConfigError, configure_logging, configure_worker
 from wsserver.telemetry.sanitize import register_secret
 from wsserver.telemetry.tracing import ResponseTracer, otlp_endpoint, start_tracing
@@ -30,8 +31,9 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="run a worker",
         description="Run a worker with the simulated engine and the in-memory store, or "
         "with --store redis://HOST:PORT/DB a store shared by every worker, so a session "
-        "resumes on any of them. Every flag can also be set as an environment variable "
-        f"{ENV_PREFIX}<FLAG> (for example WSSERVER_PORT=9000, "
+        "resumes on any of them; with such a store --workers N (default: one per core) "
+        "runs N worker processes on one port. Every flag can also be set as an environment "
+        f"variable {ENV_PREFIX}<FLAG> (for example WSSERVER_PORT=9000, "
         "WSSERVER_STORE=redis://127.0.0.1:6379/0); flags win.",
     )
     for name, info in Settings.model_fields.items():
@@ -59,13 +61,18 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
         help="after starting, run a short demo session against this server and print it",
     )
     serve.add_argument("--log-level", default="INFO", help="logging level")
+    # A worker of a --workers group: settings on stdin (as JSON), drain when stdin ends.
+    serve.add_argument("--group-child", action="store_true", help=argparse.SUPPRESS)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run the worker the flags and environment describe; the exit status."""
     overrides = {name: getattr(args, name) for name in Settings.model_fields}
     try:
-        settings = Settings.from_env(overrides)
+        if args.group_child:
+            settings = Settings.model_validate_json(sys.stdin.readline())
+        else:
+            settings = Settings.from_env(overrides)
     except ValidationError as exc:
         print(f"wsserver serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
@@ -75,7 +82,21 @@ def run_serve(args: argparse.Namespace) -> int:
     logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
     # The openai engine's client logs a line per upstream request (one per response).
     logging.getLogger("httpx").setLevel(max(logging.WARNING, logging.root.level))
-    return run_command(_serve(settings, demo=args.demo))
+    from wsserver.supervisor.count import worker_count
+    from wsserver.supervisor.errors import WorkerCountError
+
+    try:
+        workers = worker_count(settings, demo=args.demo)
+    except WorkerCountError as exc:
+        print(f"wsserver serve: {exc}", file=sys.stderr)
+        return 2
+    if workers > 1:
+        from wsserver.supervisor.group import run_group
+
+        # What each worker is started with besides its settings.
+        child_args = ["--log-level", args.log_level]
+        return run_command(run_group(settings, workers, child_args))
+    return run_command(_serve(settings, demo=args.demo, in_group=args.group_child))
 
 
 def _speech(settings: Settings) -> str:
@@ -113,7 +134,7 @@ def _tracer(settings: Settings) -> ResponseTracer | None:
     return start_tracing(endpoint, service_name="wsserver-worker")
 
 
-async def _serve(settings: Settings, *, demo: bool) -> int:
+async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> int:
     # Imported when serving: the other commands need not load the worker server.
     from wsserver.audio.silero import VadUnavailable
     from wsserver.worker.errors import WorkerConfigError
@@ -137,7 +158,7 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
     url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
-    store = settings.store.split("@")[-1]  # never print credentials
+    store = printable_store_url(settings.store)  # never print credentials
     print(
         f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
         f"engine: {settings.engine}{_speech(settings)})",
@@ -157,6 +178,10 @@ async def _serve(settings: Settings, *, demo: bool) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
+    if in_group:
+        from wsserver.supervisor.parent_watch import on_parent_exit
+
+        on_parent_exit(loop, on_signal)
     if demo and server.authenticator.required:
         # The demo client has no credential to present.
         print(

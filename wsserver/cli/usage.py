@@ -32,7 +32,7 @@ def add_usage_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     source.add_argument(
         "--store",
         default=None,
-        help=f"redis://HOST:PORT/DB to read directly [env {ENV_PREFIX}STORE]",
+        help=f"redis://HOST:PORT/DB or redis+cluster://… to read [env {ENV_PREFIX}STORE]",
     )
     source.add_argument(
         "--url", default=None, help="a worker's base URL, e.g. http://127.0.0.1:8765"

@@ -1,11 +1,13 @@
 """Worker registry in Redis: which workers are live, and where each session lives.
 
-Keys:
+Keys (one hash slot, thanks to the ``{registry}`` tag, so that the MGET of every
+worker and the prune script run unchanged on Redis Cluster; the registry is a few
+hundred small keys at most, so one slot holds it easily):
 
-* ``wss:worker:<id>``  string: the worker's :class:`WorkerInfo` as JSON, expiring after
-  ``ttl`` unless the worker publishes again (its heartbeat)
-* ``wss:workers``      set: ids of workers that published; an id whose key expired is
-  pruned by the next :meth:`RedisWorkerRegistry.live`
+* ``wss:{registry}:worker:<id>``  string: the worker's :class:`WorkerInfo` as JSON,
+  expiring after ``ttl`` unless the worker publishes again (its heartbeat)
+* ``wss:{registry}:workers``      set: ids of workers that published; an id whose key
+  expired is pruned by the next :meth:`RedisWorkerRegistry.live`
 
 A session's owner is the session store's lease key (:func:`wsserver.store.redis_layout.
 lease_key`): the router reads it, never writes it.
@@ -21,7 +23,7 @@ from wsserver.registry.base import RegistryUnavailable, WorkerInfo
 from wsserver.store.redis_client import RedisClient
 from wsserver.store.redis_layout import lease_key, milliseconds
 
-WORKERS_KEY = "wss:workers"
+WORKERS_KEY = "wss:{registry}:workers"
 
 # Remove ids from the set only if their key is still missing: a worker that published
 # again between our MGET and this call must not vanish until its next heartbeat.
@@ -38,7 +40,7 @@ return removed
 
 def worker_key(worker_id: str) -> str:
     """The key holding one worker's :class:`WorkerInfo`."""
-    return f"wss:worker:{worker_id}"
+    return "wss:{registry}:worker:" + worker_id
 
 
 class RedisWorkerRegistry:

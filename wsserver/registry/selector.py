@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from wsserver.registry.base import UnknownRegistry, WorkerRegistry
 from wsserver.store.base import SessionStore
+from wsserver.store.urls import CLUSTER_SCHEMES, REDIS_SCHEMES, REDIS_URL_FORMS, cluster_seeds
 
 
 def open_registry(
@@ -13,7 +14,8 @@ def open_registry(
     timeout: float = 0.5,
     sessions: SessionStore | None = None,
 ) -> WorkerRegistry:
-    """``memory`` (one process; owners read from ``sessions``) or ``redis://HOST:PORT/DB``.
+    """``memory`` (one process; owners read from ``sessions``), ``redis://HOST:PORT/DB``
+    or ``redis+cluster://HOST:PORT``.
 
     A memory registry is only seen by its own process: a router, which runs apart
     from the workers, must name their Redis, so ``memory`` without ``sessions`` is
@@ -28,8 +30,13 @@ def open_registry(
         from wsserver.registry.memory import MemoryWorkerRegistry
 
         return MemoryWorkerRegistry(ttl=ttl, sessions=sessions)
-    if url.startswith(("redis://", "rediss://", "unix://")):
+    if url.startswith(CLUSTER_SCHEMES):
+        try:
+            cluster_seeds(url)
+        except ValueError as exc:
+            raise UnknownRegistry(f"bad redis cluster url: {exc}") from None
+    if url.startswith(REDIS_SCHEMES):
         from wsserver.registry.redis import RedisWorkerRegistry
 
         return RedisWorkerRegistry(url, ttl=ttl, timeout=timeout)
-    raise UnknownRegistry(f"unknown registry {url!r}: use 'memory' or redis://HOST:PORT/DB")
+    raise UnknownRegistry(f"unknown registry {url!r}: use 'memory', {REDIS_URL_FORMS}")

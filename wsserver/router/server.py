@@ -172,7 +172,11 @@ class Router:
 
     def stats(self) -> dict[str, Any]:
         """Counters for monitoring and tests."""
-        live = {"live_workers": len(self.workers), "registry_up": self.registry_up}
+        live = {
+            "live_workers": len(self.workers),
+            "registry_up": self.registry_up,
+            "relay_buffered_bytes": self.relay.buffered_bytes(),
+        }
         return {**self.counters, **live, "front_door": self.front_door.quotas.stats()}
 
     # -- one connection ----------------------------------------------------

@@ -23,7 +23,10 @@ class RouterSettings(FrontDoorSettings):
 
     host: str = Field("127.0.0.1", description="address to listen on")
     port: int = Field(8080, ge=0, le=65535, description="port to listen on (0 picks a free one)")
-    store: str = Field("redis://127.0.0.1:6379/0", description="the workers' Redis store")
+    store: str = Field(
+        "redis://127.0.0.1:6379/0",
+        description="the workers' Redis store (redis+cluster://… for a Redis Cluster)",
+    )
     store_timeout: float = Field(0.5, gt=0, description="seconds before a Redis call fails")
     refresh_interval: float = Field(1.0, gt=0, description="seconds between worker list reads")
     connect_timeout: float = Field(

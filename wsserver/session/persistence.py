@@ -65,6 +65,8 @@ class SessionJournal:
     log_events: bool = True
     """Whether the store keeps a replay log (a shared store) or only state and usage."""
     conversation_version: int = -1
+    partial_bytes: int | None = None
+    """UTF-8 bytes of the partial text the store has from this journal (None: unknown)."""
     pending: list[Event] = field(default_factory=list)
     usage: list[ResponseUsage] = field(default_factory=list)
     remove: bool = False
@@ -131,12 +133,15 @@ class SessionJournal:
         reset, appended = _partial_text(self.pending)
         batch.partial_reset = reset
         batch.partial_append = appended
+        batch.partial_offset = 0 if reset else self.partial_bytes
         return batch
 
     def written(self, batch: AppendBatch) -> None:
         """The batch is in the store."""
         del self.pending[: len(batch.events)]
         del self.usage[: len(batch.usage)]
+        if batch.partial_offset is not None:
+            self.partial_bytes = batch.partial_offset + len(batch.partial_append.encode())
         if batch.remove:
             self.remove = False
         if batch.conversation is not None:
@@ -187,9 +192,10 @@ class Persister:
                 self._wake.set()
 
     async def flush(self) -> bool:
-        """Write everything pending; ``False`` if the store was unreachable."""
+        """Write everything pending; ``False`` if the store (or part of it) was unreachable."""
         dirty = list(self._dirty.values())
         self._dirty = {}
+        complete = True
         for start in range(0, len(dirty), _SESSIONS_PER_CALL):
             if start:
                 # Building and sending a thousand sessions' batches takes a while: let
@@ -209,7 +215,18 @@ class Persister:
                     self._dirty.setdefault(runtime.session_id, runtime)
                 return False
             self._written(chunk, result)
-        return True
+            if result.unwritten:
+                # One shard of a cluster is down: the rest were written; retry these.
+                if complete:
+                    log.warning(
+                        "session store partly unavailable, keeping %d sessions' events in memory",
+                        len(result.unwritten),
+                    )
+                complete = False
+                for runtime, _batch in chunk:
+                    if runtime.session_id in result.unwritten:
+                        self._dirty.setdefault(runtime.session_id, runtime)
+        return complete
 
     def _written(self, chunk: list[tuple[Persistent, AppendBatch]], result: AppendResult) -> None:
         if not self.store_up:
@@ -218,6 +235,8 @@ class Persister:
         self._retry_delay = _RETRY_MIN
         self.flushes += 1
         for runtime, batch in chunk:
+            if runtime.session_id in result.unwritten:
+                continue
             if runtime.session_id in result.stale:
                 runtime.moved()
             elif runtime.session_id in result.gone:

@@ -195,6 +195,12 @@ class AppendBatch:
     conversation: dict[str, Any] | None = None
     partial_reset: bool = False
     partial_append: str = ""
+    partial_offset: int | None = None
+    """UTF-8 bytes the stored partial text holds before ``partial_append`` (0 after a
+    reset; None: unknown, append). A batch sent again after an unanswered write then
+    lands at the same place instead of adding its text twice, and one whose earlier
+    text the store lost (a Redis failover) leaves the shorter stored text, a true
+    prefix, as it is."""
     usage: list[ResponseUsage] = field(default_factory=list)
     """Ledger entries to add (written even if the epoch turns out stale)."""
     remove: bool = False
@@ -209,6 +215,9 @@ class AppendResult:
     """Another worker owns them now (their epoch moved on)."""
     gone: set[str] = field(default_factory=set)
     """The store no longer has them (expired, or the store lost its data)."""
+    unwritten: set[str] = field(default_factory=set)
+    """Not written this time: their part of the store was unreachable (one Redis
+    Cluster shard down while the others answer); send them again later."""
 
 
 @dataclass(slots=True)

@@ -122,7 +122,7 @@ class MemorySessionStore:
                 record.conversation = batch.conversation
             if batch.partial_reset:
                 record.partial_text = ""
-            record.partial_text += batch.partial_append
+            record.partial_text = _placed(record.partial_text, batch)
             # Like the Redis store: a write refreshes the TTLs; the lease is renew()'s job.
             entry.touched = self._clock()
             record.owner = batch.owner
@@ -224,3 +224,14 @@ class MemorySessionStore:
 
     async def close(self) -> None:
         self._entries.clear()
+
+
+def _placed(partial: str, batch: AppendBatch) -> str:
+    """The partial text with the batch's text at its offset, as the Redis store places it."""
+    if batch.partial_offset is None:
+        return partial + batch.partial_append
+    stored, text = partial.encode(), batch.partial_append.encode()
+    if len(stored) < batch.partial_offset:
+        return partial
+    offset = batch.partial_offset
+    return (stored[:offset] + text + stored[offset + len(text) :]).decode(errors="replace")

@@ -141,9 +141,10 @@ class RedisSessionStore:
             milliseconds(limits.lease_ttl),
         )
 
-        async def run() -> list[Any]:
+        async def run(positions: list[int]) -> list[Any]:
+            some = [batches[position] for position in positions]
             async with self.redis.pipeline(transaction=False) as pipe:
-                for batch in batches:
+                for batch in some:
                     args: list[Any] = [
                         batch.epoch,
                         batch.owner,
@@ -156,37 +157,31 @@ class RedisSessionStore:
                         json.dumps(batch.conversation) if batch.conversation is not None else "",
                         "1" if batch.partial_reset else "0",
                         batch.partial_append,
+                        -1 if batch.partial_offset is None else batch.partial_offset,
                         len(batch.events),
                     ]
                     for seq, payload in batch.events:
                         args.append(seq)
                         args.append(payload)
-                    await self._append(
-                        keys=list(session_keys(batch.session_id)), args=args, client=pipe
+                    await self.client.queue_script(
+                        pipe, self._append, session_keys(batch.session_id), args
                     )
-                for batch in batches:
+                for batch in some:
                     if batch.remove:
                         # Same slot, same pipeline, after the append: the epoch check holds.
-                        await self._remove(
-                            keys=list(session_keys(batch.session_id)),
-                            args=[batch.epoch],
-                            client=pipe,
+                        await self.client.queue_script(
+                            pipe, self._remove, session_keys(batch.session_id), [batch.epoch]
                         )
-                for batch in batches:
+                for batch in some:
                     if batch.usage:
                         key = usage_key(batch.session_id)
                         pipe.rpush(key, *(entry.to_json() for entry in batch.usage))
                         pipe.pexpire(key, milliseconds(limits.usage_ttl))
                 result: list[Any] = await pipe.execute()
-                return result[: len(batches)]
+                return result[: len(some)]
 
-        outcome = AppendResult()
-        for batch, code in zip(batches, await self.client.call(run), strict=True):
-            if int(code) == -1:
-                outcome.stale.add(batch.session_id)
-            elif int(code) == -2:
-                outcome.gone.add(batch.session_id)
-        return outcome
+        ids = [batch.session_id for batch in batches]
+        return _outcome(ids, await self.client.by_node(_meta_keys(ids), run))
 
     async def read_log(self, session_id: str, after_seq: int) -> LogSlice:
         meta, log, _partial, _lease, _tools = session_keys(session_id)
@@ -213,30 +208,26 @@ class RedisSessionStore:
             return AppendResult()
         limits = self.limits
 
-        async def run() -> list[Any]:
+        async def run(positions: list[int]) -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
-                for session_id, epoch, owner in leases:
-                    await self._renew(
-                        keys=list(session_keys(session_id)),
-                        args=[
+                for session_id, epoch, owner in (leases[position] for position in positions):
+                    await self.client.queue_script(
+                        pipe,
+                        self._renew,
+                        session_keys(session_id),
+                        [
                             epoch,
                             owner,
                             milliseconds(limits.session_ttl),
                             milliseconds(limits.resume_window),
                             milliseconds(limits.lease_ttl),
                         ],
-                        client=pipe,
                     )
                 result: list[Any] = await pipe.execute()
                 return result
 
-        outcome = AppendResult()
-        for lease, code in zip(leases, await self.client.call(run), strict=True):
-            if int(code) == -1:
-                outcome.stale.add(lease[0])
-            elif int(code) == -2:
-                outcome.gone.add(lease[0])
-        return outcome
+        ids = [session_id for session_id, _epoch, _owner in leases]
+        return _outcome(ids, await self.client.by_node(_meta_keys(ids), run))
 
     async def remove(self, session_id: str, epoch: int) -> None:
         async def run() -> Any:
@@ -260,7 +251,9 @@ class RedisSessionStore:
             result: list[bytes | str] = await self.redis.lrange(usage_key(session_id), 0, -1)
             return result
 
-        return [ResponseUsage.from_json(raw) for raw in await self.client.call(run)]
+        # An entry twice is one batch written twice (its first answer lost): keep one.
+        entries = dict.fromkeys(await self.client.call(run))
+        return [ResponseUsage.from_json(raw) for raw in entries]
 
     async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
         if not calls:
@@ -353,3 +346,23 @@ class RedisSessionStore:
 
     async def close(self) -> None:
         await self.client.close()
+
+
+def _meta_keys(session_ids: Sequence[str]) -> list[str]:
+    return [session_keys(session_id)[0] for session_id in session_ids]
+
+
+def _outcome(session_ids: Sequence[str], parts: list[tuple[list[int], Any]]) -> AppendResult:
+    """What the scripts answered per session (1, -1 stale, -2 gone), per node; a node
+    that was down (``None``) leaves its sessions unwritten."""
+    outcome = AppendResult()
+    for positions, codes in parts:
+        for position, code in zip(positions, codes or [None] * len(positions), strict=True):
+            session_id = session_ids[position]
+            if code is None:
+                outcome.unwritten.add(session_id)
+            elif int(code) == -1:
+                outcome.stale.add(session_id)
+            elif int(code) == -2:
+                outcome.gone.add(session_id)
+    return outcome

@@ -4,7 +4,10 @@ Both open their connection here, with the same policy: every call has a bounded
 timeout (``timeout`` seconds to connect, and again to answer) and no retries, so a
 worker or router whose Redis is down learns it at once and decides for itself (keep
 streaming from memory, refuse new sessions, route from the last list) instead of
-hanging behind reconnect attempts. Library errors are translated here, at the
+hanging behind reconnect attempts. A ``redis+cluster://HOST:PORT[,HOST:PORT...]``
+(or ``rediss+cluster://``) URL names seed nodes of a Redis Cluster and selects the
+``redis`` package's own cluster client, which finds the other nodes and follows the
+slots as they move. Library errors are translated here, at the
 boundary, into the caller's own "unavailable" exception, and a cancellation that
 redis-py swallowed is delivered again.
 """
@@ -12,16 +15,25 @@ redis-py swallowed is delivered again.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, cast
+from urllib.parse import unquote, urlsplit
 
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisError
+from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
+
+from wsserver.store.urls import CLUSTER_SCHEMES, cluster_seeds
 
 T = TypeVar("T")
+
+# A cluster client's own failures (no reachable seed, a slot no node serves) are not
+# RedisErrors.
+FAILURES = (RedisError, RedisClusterException, OSError, TimeoutError)
 
 
 def deliver_swallowed_cancel() -> None:
@@ -41,17 +53,33 @@ def deliver_swallowed_cancel() -> None:
 class RedisClient:
     """A Redis connection with bounded calls that fail as ``unavailable``."""
 
-    def __init__(
-        self, url: str, *, timeout: float, unavailable: Callable[[str], Exception]
-    ) -> None:
-        self.redis: Redis = Redis.from_url(
-            url,
-            socket_timeout=timeout,
-            socket_connect_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-            retry_on_timeout=False,
-            decode_responses=False,
-        )
+    def __init__(self, url: str, *, timeout: float, unavailable: type[Exception]) -> None:
+        self.cluster = url.startswith(CLUSTER_SCHEMES)
+        """Whether this is a Redis Cluster (every multi-key call stays in one slot)."""
+        self.redis: Redis | RedisCluster
+        if self.cluster:
+            # No retries here either: a failed node's call fails at once, and the
+            # client maps the slots again on the next call (after a failover).
+            seeds = urlsplit(url)
+            self.redis = RedisCluster(
+                startup_nodes=[ClusterNode(host, port) for host, port in cluster_seeds(url)],
+                username=unquote(seeds.username) if seeds.username else None,
+                password=unquote(seeds.password) if seeds.password else None,
+                ssl=url.startswith("rediss"),
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+                decode_responses=False,
+            )
+        else:
+            self.redis = Redis.from_url(
+                url,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry=Retry(NoBackoff(), 0),
+                retry_on_timeout=False,
+                decode_responses=False,
+            )
         self._unavailable = unavailable
         self.round_trips = 0
         """Calls that went to Redis (a pipeline counts once)."""
@@ -60,16 +88,93 @@ class RedisClient:
         """A Lua script, sent by hash (and loaded on first use)."""
         return self.redis.register_script(source)
 
+    async def queue_script(
+        self,
+        pipe: Pipeline | ClusterPipeline,
+        script: AsyncScript,
+        keys: Sequence[str],
+        args: Sequence[Any],
+    ) -> None:
+        """Add one run of ``script`` to a pipeline.
+
+        A cluster pipeline refuses EVALSHA (a node that lacks the script could not load
+        it mid-pipeline, and a promoted replica starts with an empty script cache), so
+        there the script's source goes with each call (EVAL); a single Redis gets the
+        hash, loaded before the pipeline runs.
+        """
+        if isinstance(pipe, ClusterPipeline):
+            pipe.eval(cast(str, script.script), len(keys), *keys, *args)  # ours are str
+        else:
+            await script(keys=keys, args=args, client=pipe)
+
     async def call(self, operation: Callable[[], Awaitable[T]]) -> T:
         """Run one round trip; a Redis, socket or timeout error becomes ``unavailable``."""
         self.round_trips += 1
         try:
             result = await operation()
-        except (RedisError, OSError, TimeoutError) as exc:
+        except FAILURES as exc:
+            self._remap()
             deliver_swallowed_cancel()
             raise self._unavailable(f"redis: {exc}") from exc
         deliver_swallowed_cancel()
         return result
+
+    async def by_node(
+        self, keys: Sequence[str], operation: Callable[[list[int]], Awaitable[T]]
+    ) -> list[tuple[list[int], T | None]]:
+        """Run ``operation`` once per node, on the positions of ``keys`` that node serves.
+
+        A single Redis is one node. On a cluster the calls run side by side, and one
+        failed node (a primary failing over) leaves the others' writes done and known:
+        its positions come back with ``None``, to be sent again later. (One pipeline
+        over every node would raise for all of them, although the healthy nodes had
+        applied their part, and a retry would apply it twice.) If every node failed,
+        that is the store being ``unavailable``.
+        """
+        if not isinstance(self.redis, RedisCluster):
+            return [
+                (list(range(len(keys))), await self.call(lambda: operation(list(range(len(keys))))))
+            ]
+        groups: dict[str, list[int]] = {}
+        try:
+            await self.redis.initialize()  # the slot map (nothing to do once known)
+            for position, key in enumerate(keys):
+                node = self.redis.get_node_from_key(key)
+                if node is None:
+                    raise SlotNotCoveredError(f"no node serves {key!r}")
+                groups.setdefault(node.name, []).append(position)
+        except FAILURES as exc:
+            self._remap()
+            deliver_swallowed_cancel()
+            raise self._unavailable(f"redis: {exc}") from exc
+
+        async def one(positions: list[int]) -> T:
+            return await self.call(lambda: operation(positions))
+
+        parts = list(groups.values())
+        results = await asyncio.gather(*(one(part) for part in parts), return_exceptions=True)
+        done: list[tuple[list[int], T | None]] = []
+        for part, result in zip(parts, results, strict=True):
+            if isinstance(result, self._unavailable):
+                done.append((part, None))
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                done.append((part, result))
+        if all(result is None for _, result in done):
+            failure = next(r for r in results if isinstance(r, BaseException))
+            raise failure
+        return done
+
+    def _remap(self) -> None:
+        """After a failure, have the cluster client read the slot map again first.
+
+        redis-py does so after a failed single command, but not after a pipeline's
+        node failed: without this the client would go on sending a failed-over
+        primary's slots to the dead node for good.
+        """
+        if isinstance(self.redis, RedisCluster):
+            self.redis._initialize = True
 
     async def close(self) -> None:
         """Close the connection pool."""

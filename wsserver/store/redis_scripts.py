@@ -11,17 +11,17 @@ from __future__ import annotations
 # KEYS: meta, log, partial, lease, tools
 # ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, max_events, max_bytes,
 #       stream_json, conversation_json ('' = unchanged), partial_reset ('0'|'1'),
-#       partial_append, n, then n pairs (seq, payload)
+#       partial_append, partial_offset (-1 = unknown: append), n, then n pairs (seq, payload)
 # Returns 1, or -1 for a stale epoch, -2 for a session that is gone.
 APPEND = """
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch then return -2 end
 if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
-local n = tonumber(ARGV[12])
+local n = tonumber(ARGV[13])
 local added = 0
 for i = 0, n - 1 do
-  local seq = ARGV[13 + 2 * i]
-  local payload = ARGV[14 + 2 * i]
+  local seq = ARGV[14 + 2 * i]
+  local payload = ARGV[15 + 2 * i]
   -- A retried batch re-sends events already stored; their ids are not new.
   local ok = redis.pcall('XADD', KEYS[2], seq .. '-0', 'p', payload)
   if type(ok) ~= 'table' or not ok['err'] then
@@ -41,7 +41,16 @@ end
 redis.call('HSET', KEYS[1], 'stream', ARGV[8], 'owner', ARGV[2])
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'conversation', ARGV[9]) end
 if ARGV[10] == '1' then redis.call('DEL', KEYS[3]) end
-if ARGV[11] ~= '' then redis.call('APPEND', KEYS[3], ARGV[11]) end
+if ARGV[11] ~= '' then
+  local offset = tonumber(ARGV[12])
+  if offset < 0 then
+    redis.call('APPEND', KEYS[3], ARGV[11])
+  elseif redis.call('STRLEN', KEYS[3]) >= offset then
+    -- At its place: a batch sent again (its first try's answer lost) overwrites itself.
+    redis.call('SETRANGE', KEYS[3], offset, ARGV[11])
+  end
+  -- Shorter than the offset: text before it was lost (a failover); keep the prefix.
+end
 -- Every key gets its TTL here, so nothing outlives a worker that dies right after.
 -- (PEXPIRE of a missing key is a no-op.) The lease is renewed by RENEW, not per write.
 redis.call('PEXPIRE', KEYS[1], ARGV[3])

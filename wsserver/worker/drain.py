@@ -2,7 +2,8 @@
 
 1. **stop taking sessions**: ``/readyz`` says 503, the registry says draining, new
    connections and new sessions are refused (HTTP 503, close 1013) so they go
-   elsewhere;
+   elsewhere (a worker of a ``--workers`` group closes its listener instead: the
+   kernel gives new connections to the others);
 2. **let responses finish**, up to ``timeout`` seconds (or until ``force``);
 3. **end the rest** explicitly and continuably, rather than lose them with the worker;
 4. **tell clients to reconnect** (close 1012): they resume on another worker;
@@ -53,6 +54,10 @@ class DrainingWorker(Protocol):
         """This worker's entry in the registry."""
         ...
 
+    def stop_listening(self) -> None:
+        """Close the listener, keep the connections."""
+        ...
+
     async def stop(self) -> None:
         """The final shutdown: stop accepting, persist, stop the engine."""
         ...
@@ -81,6 +86,10 @@ async def drain(worker: DrainingWorker, timeout: float, force: asyncio.Event | N
 
 async def _stop_taking_sessions(worker: DrainingWorker) -> None:
     worker.draining = True
+    if worker.settings.reuse_port:
+        # One of a group on a shared port: new connections go to the others at once
+        # rather than to a 503 here.
+        worker.stop_listening()
     if worker.registry is not None:
         # Routers stop placing new sessions here at once, not at the next interval.
         with contextlib.suppress(RegistryUnavailable):

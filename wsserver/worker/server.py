@@ -125,6 +125,8 @@ class WorkerServer:
             write_limit=settings.write_limit,
             # A worker's clients reconnect all at once when another worker dies.
             backlog=settings.listen_backlog,
+            # --workers: the kernel spreads connections over the group's listeners.
+            reuse_port=settings.reuse_port or None,
             ssl=self.tls,
             create_connection=control_frame_limited(
                 settings.max_pings_per_second, settings.max_ping_burst
@@ -136,6 +138,8 @@ class WorkerServer:
                 settings.admin_host,
                 settings.admin_port,
                 process_request=self.http.admin_request,
+                # A group's replacement worker binds it before the old one lets go.
+                reuse_port=settings.reuse_port or None,
             )
         self._loops = [
             asyncio.create_task(self.persister.run(), name="store writer"),
@@ -157,6 +161,12 @@ class WorkerServer:
     async def drain(self, timeout: float, force: asyncio.Event | None = None) -> None:
         """The shutdown sequence of a deploy (SIGTERM): see :mod:`wsserver.worker.drain`."""
         await drain.drain(self, timeout, force)
+
+    def stop_listening(self) -> None:
+        """Close the listener and keep the connections (a draining member of a group:
+        the kernel then gives new connections to the other processes on the port)."""
+        if self._server is not None:
+            self._server.close(close_connections=False)
 
     async def stop(self) -> None:
         """Shutdown: stop accepting, close clients with 1001, persist, stop the engine."""

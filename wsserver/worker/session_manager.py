@@ -164,11 +164,14 @@ class SessionManager:
     ) -> None:
         stream = StreamSnapshot.from_dict(record.stream)
         missing_from = last_seq + 1
-        if missing_from <= stream.last_seq and log_slice.first_seq > missing_from:
+        # A hole inside the log counts too: a Redis primary that failed over to a
+        # lagging replica lost writes it had acknowledged, and later ones went on.
+        hole = _first_hole(log_slice, missing_from)
+        if missing_from <= stream.last_seq and hole is not None:
             conversation = ConversationSnapshot.from_dict(record.conversation)
             raise ResumeRefused(
                 ErrorCode.REPLAY_UNAVAILABLE,
-                f"events {missing_from}..{log_slice.first_seq - 1} are no longer stored",
+                f"events {hole[0]}..{hole[1]} are no longer stored",
                 details={"snapshot": conversation.public()},
             )
         # A client may hold events its dead worker never persisted, but never more
@@ -195,7 +198,7 @@ class SessionManager:
             # The whole stored log, not only what the client missed: the replay buffer
             # is then as the old owner's was (a dialect rebuilds its translation from
             # an earlier point, docs/REALTIME.md); the resume still sends after last_seq.
-            log_slice = await self.store.read_log(session_id, 0)
+            log_slice = _contiguous_tail(await self.store.read_log(session_id, 0))
             if not log_slice.events or log_slice.events[-1][0] < message.last_seq:
                 # The client holds events never stored: numbering goes on after them.
                 log_slice = LogSlice(log_slice.first_seq, [])
@@ -309,3 +312,27 @@ class SessionManager:
                 runtime.moved()
             elif runtime.session_id in result.gone:
                 runtime.record_lost()
+
+
+def _first_hole(log_slice: LogSlice, missing_from: int) -> tuple[int, int] | None:
+    """The first run of seqs from ``missing_from`` on that the stored log lacks."""
+    if log_slice.first_seq > missing_from:
+        return missing_from, log_slice.first_seq - 1
+    expected = missing_from
+    for seq, _payload in log_slice.events:
+        if seq < expected:
+            continue
+        if seq > expected:
+            return expected, seq - 1
+        expected += 1
+    return None
+
+
+def _contiguous_tail(log_slice: LogSlice) -> LogSlice:
+    """The stored log from its last hole on: a replay buffer has no holes."""
+    events = log_slice.events
+    start = 0
+    for index in range(1, len(events)):
+        if events[index][0] != events[index - 1][0] + 1:
+            start = index
+    return LogSlice(events[start][0], events[start:]) if start else log_slice

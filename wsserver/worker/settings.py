@@ -138,7 +138,8 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     )
     store: str = Field(
         "memory",
-        description="session store: 'memory' or redis://HOST:PORT/DB (shared by workers)",
+        description="session store: 'memory', redis://HOST:PORT/DB or a Redis Cluster's "
+        "redis+cluster://HOST:PORT[,HOST:PORT...] (shared by workers)",
     )
     store_flush_ms: float = Field(
         20.0, gt=0, description="milliseconds between batched writes to the store"
@@ -251,6 +252,19 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     )
     max_sessions: int = Field(
         0, ge=0, description="sessions this worker takes before refusing new ones (0 = no limit)"
+    )
+    workers: int = Field(
+        0,
+        ge=0,
+        le=256,
+        description="worker processes sharing the port, each on its own core (0 = one per "
+        "usable core with a shared --store redis://..., else 1; more than 1 needs a shared "
+        "store); SIGTERM drains them all, SIGHUP restarts them one at a time",
+    )
+    reuse_port: bool = Field(
+        False,
+        description="listen with SO_REUSEPORT, so several processes share the port "
+        "(--workers sets it for its processes)",
     )
     drain_timeout: float = Field(
         25.0,

@@ -2,7 +2,7 @@
 
 Each registry is paired with the session store whose owner leases it reads: the
 memory store for the memory registry, a Redis store on the same Redis for the
-Redis registry.
+Redis registry (one Redis, and a Redis Cluster).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Deployment:
         return RedisWorkerRegistry(self.url, ttl=ttl)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment]:
     limits = StoreLimits(lease_ttl=LEASE_TTL)
     if request.param == "memory":
@@ -47,7 +47,9 @@ async def deployment(request: pytest.FixtureRequest) -> AsyncIterator[Deployment
         registry: WorkerRegistry = MemoryWorkerRegistry(ttl=60, sessions=store)
         url = None
     else:
-        url = request.getfixturevalue("redis_url")
+        url = request.getfixturevalue(
+            "redis_url" if request.param == "redis" else "redis_cluster_url"
+        )
         store = RedisSessionStore(url, limits)
         registry = RedisWorkerRegistry(url, ttl=60)
     yield Deployment(registry, store, url)

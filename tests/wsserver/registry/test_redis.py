@@ -18,15 +18,15 @@ from wsserver.registry.redis import WORKERS_KEY, RedisWorkerRegistry, worker_key
 
 
 @pytest.fixture
-async def registry(redis_url: str) -> AsyncIterator[RedisWorkerRegistry]:
-    registry = RedisWorkerRegistry(redis_url, ttl=60)
+async def registry(any_redis_url: str) -> AsyncIterator[RedisWorkerRegistry]:
+    registry = RedisWorkerRegistry(any_redis_url, ttl=60)
     yield registry
     await registry.close()
 
 
-async def test_expired_worker_drops_out_and_is_pruned(redis_url: str) -> None:
-    short = RedisWorkerRegistry(redis_url, ttl=0.2)
-    steady = RedisWorkerRegistry(redis_url, ttl=60)
+async def test_expired_worker_drops_out_and_is_pruned(any_redis_url: str) -> None:
+    short = RedisWorkerRegistry(any_redis_url, ttl=0.2)
+    steady = RedisWorkerRegistry(any_redis_url, ttl=60)
     try:
         await short.publish(info("gone"))
         await steady.publish(info("stays"))
@@ -66,9 +66,9 @@ async def test_redis_down_is_registry_unavailable() -> None:
 
 
 async def test_owner_of_reads_the_lease_of_a_real_session(
-    registry: RedisWorkerRegistry, redis_url: str
+    registry: RedisWorkerRegistry, any_redis_url: str
 ) -> None:
-    worker = WorkerProcess("--store", redis_url, name="owner-a").start()
+    worker = WorkerProcess("--store", any_redis_url, name="owner-a").start()
     try:
         client = await RawClient.connect(worker.url)
         ready = await client.start()

@@ -33,3 +33,14 @@ def test_an_unknown_url_is_refused() -> None:
     with pytest.raises(UnknownRegistry, match="unknown registry 'etcd://x'") as refused:
         open_registry("etcd://x")
     assert isinstance(refused.value, RegistryError)
+
+
+async def test_cluster_urls_open_the_redis_registry() -> None:
+    registry = open_registry("redis+cluster://127.0.0.1:1")
+    try:
+        assert isinstance(registry, RedisWorkerRegistry)
+        assert registry.client.cluster
+    finally:
+        await registry.close()
+    with pytest.raises(UnknownRegistry, match="bad redis cluster url"):
+        open_registry("redis+cluster://127.0.0.1")

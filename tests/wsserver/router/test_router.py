@@ -349,3 +349,37 @@ async def test_killed_worker_drops_its_relayed_clients(
     # client sees what it would see without a router (no close frame) and resumes.
     assert await client.closed_code() is None
     await eventually(lambda: router.stats()["active"] == 0)
+
+
+async def test_resume_through_the_router_on_a_redis_cluster(redis_cluster_url: str) -> None:
+    # The registry (live workers, each session's owner) read from a Redis Cluster.
+    router = RouterProcess(redis_cluster_url)
+    workers = {
+        name: WorkerProcess("--store", redis_cluster_url, *FAST, name=name).start()
+        for name in ("a", "b")
+    }
+    try:
+        await sees(router, 2)
+        client = await RawClient.connect(router.url)
+        ready = await client.start()
+        registry = RedisWorkerRegistry(redis_cluster_url)
+        try:
+            owner = await registry.owner_of(ready["session_id"])
+        finally:
+            await registry.close()
+        assert owner in workers
+        client.abort()
+        await eventually(lambda: workers[str(owner)].stats()["attached"] == 0)
+        again = await RawClient.connect(
+            router.url, additional_headers={"X-Wsserver-Session": ready["session_id"]}
+        )
+        await again.resume(ready, last_seq=0)
+        assert (await again.until("session.ready"))["session_id"] == ready["session_id"]
+        assert workers[str(owner)].stats()["attached"] == 1
+        assert [w.stats()["store"]["takeovers"] for w in workers.values()] == [0, 0]
+        await again.close()
+    finally:
+        for worker in workers.values():
+            worker.stop()
+        assert router.stop() == 0, "".join(router.lines)
+        assert "Traceback" not in "".join(router.lines), "".join(router.lines)

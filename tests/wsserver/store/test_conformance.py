@@ -1,4 +1,5 @@
-"""The SessionStore contract; the memory and the Redis store both run this suite."""
+"""The SessionStore contract; the memory store and the Redis store (on one Redis and on a
+Redis Cluster) all run this suite."""
 
 from __future__ import annotations
 
@@ -36,17 +37,18 @@ LIMITS = StoreLimits(
 def _open(request: pytest.FixtureRequest, limits: StoreLimits) -> SessionStore:
     if request.param == "memory":
         return MemorySessionStore(limits)
-    return RedisSessionStore(request.getfixturevalue("redis_url"), limits)
+    url = request.getfixturevalue("redis_url" if request.param == "redis" else "redis_cluster_url")
+    return RedisSessionStore(url, limits)
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
     implementation = _open(request, LIMITS)
     yield implementation
     await implementation.close()
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 async def short_lived_store(request: pytest.FixtureRequest) -> AsyncIterator[SessionStore]:
     """A store whose sessions expire within a second."""
     implementation = _open(request, StoreLimits(resume_window=0.2, session_ttl=0.4, lease_ttl=0.2))
@@ -198,6 +200,30 @@ async def test_partial_text_and_conversation_updates(store: SessionStore) -> Non
     await store.append([reset])
     record = await store.get("s1")
     assert record is not None and record.partial_text == "new"
+
+
+async def _partial(store: SessionStore, *, events: range, text: str, offset: int) -> str:
+    batch = _batch("s1", 1, events)
+    batch.partial_reset, batch.partial_append, batch.partial_offset = offset == 0, text, offset
+    await store.append([batch])
+    record = await store.get("s1")
+    assert record is not None
+    return record.partial_text
+
+
+async def test_a_batch_sent_again_places_its_text_once(store: SessionStore) -> None:
+    await store.create(_record())
+    assert await _partial(store, events=range(1, 3), text="né", offset=0) == "né"
+    # Its first try was applied but unanswered (a cluster node failed): sent again...
+    assert await _partial(store, events=range(3, 5), text="-ab", offset=3) == "né-ab"
+    assert await _partial(store, events=range(3, 5), text="-ab", offset=3) == "né-ab"
+    # ... or sent again with the events that came since.
+    assert await _partial(store, events=range(3, 7), text="-abcd", offset=3) == "né-abcd"
+    # The store lost text before the offset (a failover): the true prefix stays.
+    assert await _partial(store, events=range(9, 10), text="zz", offset=20) == "né-abcd"
+    # A reset starts over, however often it is sent.
+    assert await _partial(store, events=range(10, 11), text="new", offset=0) == "new"
+    assert await _partial(store, events=range(10, 12), text="newer", offset=0) == "newer"
 
 
 async def test_usage_ledger_sums_and_survives_removal(store: SessionStore) -> None:
@@ -377,11 +403,11 @@ async def test_racing_results_apply_exactly_once(store: SessionStore) -> None:
     assert (applied[0] is ToolResultOutcome.APPLIED) != closed
 
 
-async def test_workers_racing_on_redis_apply_exactly_once(redis_url: str) -> None:
+async def test_workers_racing_on_redis_apply_exactly_once(any_redis_url: str) -> None:
     # After a failover two workers (separate clients) may both get the re-sent result.
     # Forty connections open at once: a connect timeout far above the 0.5 s default, so a
     # loaded machine (parallel test processes) cannot fail the race for the wrong reason.
-    first, second = (RedisSessionStore(redis_url, LIMITS, timeout=10) for _ in range(2))
+    first, second = (RedisSessionStore(any_redis_url, LIMITS, timeout=10) for _ in range(2))
     try:
         await first.create(_record())
         await first.add_tool_calls("s1", [_call("c1")])
@@ -401,8 +427,8 @@ async def test_workers_racing_on_redis_apply_exactly_once(redis_url: str) -> Non
         await second.close()
 
 
-async def test_redis_tool_ledger_keys(redis_url: str) -> None:
-    store = RedisSessionStore(redis_url, LIMITS)
+async def test_redis_tool_ledger_keys(any_redis_url: str) -> None:
+    store = RedisSessionStore(any_redis_url, LIMITS)
     try:
         await store.create(_record())
         key = "wss:{s1}:tools"
@@ -445,5 +471,20 @@ async def test_redis_tool_ledger_reports_an_unreachable_store() -> None:
             await store.close_tool_call("s1", "c1", ToolCallStatus.CANCELLED)
         with pytest.raises(SessionStoreUnavailable):
             await store.tool_calls("s1")
+    finally:
+        await store.close()
+
+
+async def test_redis_usage_written_twice_counts_once(any_redis_url: str) -> None:
+    store = RedisSessionStore(any_redis_url, LIMITS)
+    try:
+        await store.create(_record())
+        entry = ResponseUsage("resp_1", "completed", None, Usage(input_tokens=3))
+        batch = _batch("s1", 1, range(1, 2))
+        batch.usage = [entry]
+        await store.append([batch])
+        await store.append([batch])  # its first answer lost: sent again
+        await store.record_usage("s1", ResponseUsage("resp_2", "failed", "x", Usage()))
+        assert [e.response_id for e in await store.usage("s1")] == ["resp_1", "resp_2"]
     finally:
         await store.close()

@@ -89,8 +89,13 @@ async def _finish_lost_response(
     return prefix + _text(more, final["response_id"]), more
 
 
-async def test_cut_connection_resumes_on_another_worker(start_worker: Any) -> None:
-    a, b = start_worker("a"), start_worker("b")
+@pytest.mark.parametrize("redis", ["redis", "cluster"])
+async def test_cut_connection_resumes_on_another_worker(
+    redis: str, start_worker: Any, request: pytest.FixtureRequest
+) -> None:
+    # On a Redis Cluster too: the session's keys live on one primary, the registry's on one.
+    store = request.getfixturevalue("redis_cluster_url") if redis == "cluster" else None
+    a, b = start_worker("a", store=store), start_worker("b", store=store)
     expected = await _reference(b.url)
     client = SessionClient([a.url, b.url], backoff=Backoff(base=0.05))
     await client.open()

@@ -1,0 +1,1 @@
+"""``python -m loadtest.workers``: ``wsserver serve --workers N`` against one process."""

@@ -1,0 +1,1 @@
+"""``wsserver serve --workers N``: one parent process supervising N worker processes."""

@@ -1,0 +1,126 @@
+"""One worker process of a group: started, watched until ready, told to drain."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+
+from wsserver.worker.settings import Settings
+
+READY_LINE = "wsserver listening on "
+"""What a worker prints once it accepts connections (``wsserver serve``'s banner)."""
+_CHUNK = 1 << 16
+"""Bytes read at a time after a line too long to read whole (the reader's limit)."""
+
+
+class WorkerChild:
+    """``wsserver serve --group-child`` in a subprocess.
+
+    The settings go in on stdin, already resolved by the parent, so no flag or
+    environment variable is parsed twice; stdin then stays open, and its end tells the
+    child that the parent is gone (it drains). Its stderr (the logs) is the parent's;
+    its stdout is passed through, but its banner becomes one ``worker ID ready`` line,
+    so the group prints one banner.
+    """
+
+    def __init__(self, settings: Settings, child_args: list[str]) -> None:
+        self.settings = settings
+        self.worker_id = settings.worker_id
+        self.child_args = child_args
+        self.process: asyncio.subprocess.Process | None = None
+        self.ready = asyncio.Event()
+        self.retired = False
+        """Set when the group replaced or stopped it on purpose: its exit is expected."""
+        self.started_at = 0.0
+        self._pump: asyncio.Task[None] | None = None
+        self._drain_sent = False
+
+    @property
+    def pid(self) -> int:
+        """The process id (0 before start)."""
+        return self.process.pid if self.process is not None else 0
+
+    async def start(self) -> None:
+        """Launch the process and hand it its settings."""
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            # -P: no current directory first on sys.path, so a checkout of another
+            # version where the group was started cannot run as its workers.
+            "-P",
+            "-m",
+            "wsserver.cli.main",
+            "serve",
+            "--group-child",
+            *self.child_args,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            # Its own session: a Ctrl-C in the terminal reaches the parent only, which
+            # then drains each child once (a second signal would force them).
+            start_new_session=True,
+        )
+        self.started_at = time.monotonic()
+        assert self.process.stdin is not None
+        self.process.stdin.write(self.settings.model_dump_json().encode() + b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self.process.stdin.drain()
+        self._pump = asyncio.create_task(self._pass_output(), name=f"output of {self.worker_id}")
+
+    async def _pass_output(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        stdout = self.process.stdout
+        while True:
+            try:
+                raw = await stdout.readline()
+            except ValueError:
+                # A line past the reader's limit (the reader drops what it held): go on
+                # reading, so the worker never blocks on a full pipe.
+                raw = await stdout.read(_CHUNK)
+            if not raw:
+                return
+            line = raw.decode(errors="replace")
+            if line.startswith(READY_LINE) and not self.ready.is_set():
+                self.ready.set()
+                print(f"worker {self.worker_id} ready (pid {self.pid})", flush=True)
+                continue
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+    async def wait_ready(self) -> bool:
+        """Whether it came up (False: it exited first)."""
+        assert self.process is not None
+        ready = asyncio.ensure_future(self.ready.wait())
+        exited = asyncio.ensure_future(self.process.wait())
+        await asyncio.wait((ready, exited), return_when=asyncio.FIRST_COMPLETED)
+        ready.cancel()
+        exited.cancel()
+        return self.ready.is_set()
+
+    def drain(self) -> None:
+        """SIGTERM, once: the worker's drain."""
+        if not self._drain_sent:
+            self._drain_sent = True
+            self._terminate()
+
+    def force(self) -> None:
+        """Another SIGTERM: the worker cuts its drain's wait short."""
+        self._drain_sent = True
+        self._terminate()
+
+    def _terminate(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+
+    async def wait(self) -> int:
+        """Its exit status, shell style (128 + N for signal N)."""
+        assert self.process is not None
+        code = await self.process.wait()
+        if self._pump is not None:
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._pump), 2)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        return 128 - code if code < 0 else code

@@ -1,0 +1,285 @@
+"""The parent of ``wsserver serve --workers N``: it starts, restarts and drains workers.
+
+The parent serves no traffic. Every worker listens on the same port with SO_REUSEPORT
+and the kernel spreads new connections over them; a session that reconnects to another
+worker resumes there through the shared store (the takeover and fencing path of
+docs/DEPLOY.md). Signals:
+
+- SIGTERM or SIGINT: every worker drains at once (1012 and a hint to its clients);
+  a second signal forces them; the exit status is the workers' (the first non-zero);
+- SIGHUP: a rolling restart, one worker at a time: its replacement starts and is
+  ready before the old one drains, so the port never has fewer than N listeners;
+- a worker that exits on its own is restarted (with a growing delay if it keeps
+  failing at startup); its sessions resume on the others meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+import time
+
+from wsserver.store.urls import printable_store_url
+from wsserver.supervisor.child import WorkerChild
+from wsserver.supervisor.errors import SupervisorError
+from wsserver.supervisor.port import reserve_port
+from wsserver.worker.server import default_worker_id
+from wsserver.worker.settings import Settings
+
+RESTART_DELAY_S = (0.2, 10.0)
+"""First and longest delay before restarting a worker that exited on its own."""
+STABLE_AFTER_S = 10.0
+"""A worker that ran this long resets the delay: it was not a crash loop."""
+MAX_FAILED_STARTS = 5
+"""Workers in a row that exit before being ready before the group gives up."""
+
+
+class WorkerGroup:
+    """N worker processes on one port, and what the signals above do to them."""
+
+    def __init__(self, settings: Settings, count: int, child_args: list[str]) -> None:
+        self.settings = settings
+        self.count = count
+        self.child_args = child_args
+        self.base_id = settings.worker_id or default_worker_id()
+        self.slots: list[WorkerChild | None] = [None] * count
+        self.restarts = [0] * count
+        self.stopping = asyncio.Event()
+        self.failed = asyncio.Event()
+        self._failed_starts = 0
+        self._signals = 0
+        self._rolling: asyncio.Task[None] | None = None
+        self._watchers: set[asyncio.Task[None]] = set()
+        self.live: set[WorkerChild] = set()
+        """Every worker started and not yet exited, installed in a slot or not."""
+        self.port = 0
+
+    def child_settings(self, slot: int) -> Settings:
+        """What worker ``slot`` runs with: the group's settings on the shared port."""
+        generation = self.restarts[slot]
+        suffix = f"-{slot}" if generation == 0 else f"-{slot}-r{generation}"
+        admin = self.settings.admin_port
+        return self.settings.model_copy(
+            update={
+                "port": self.port,
+                "reuse_port": True,
+                "workers": 1,
+                "worker_id": self.base_id + suffix,
+                # One admin listener per worker, so /stats and /metrics name one process.
+                "admin_port": admin + slot if admin else 0,
+            }
+        )
+
+    async def run(self) -> int:
+        """Run until a signal stops the group; the exit status."""
+        reserved = reserve_port(self.settings.host, self.settings.port)
+        self.port = reserved.getsockname()[1]
+        admin = self.settings.admin_port
+        if admin and admin <= self.port < admin + self.count:
+            reserved.close()
+            # Both reuse the port: that worker's admin listener would take upgrades (404).
+            raise SupervisorError(
+                f"--admin-port {admin} gives the workers ports {admin}-{admin + self.count - 1}"
+                f", which include the group's port {self.port}: choose another admin port"
+            )
+        # Before any worker starts: a signal during startup is acted on once they are up.
+        self._handle_signals()
+        try:
+            children = [self._new_child(slot) for slot in range(self.count)]
+            for child in children:
+                await self._start(child)
+            if not all(await asyncio.gather(*(c.wait_ready() for c in children))):
+                for child in children:
+                    child.retired = True
+                    child.drain()
+                codes = await asyncio.gather(*(c.wait() for c in children))
+                print(
+                    "wsserver serve: a worker failed to start; stopping the group",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                return next((code for code in codes if code), 1)
+            for slot, child in enumerate(children):
+                self._install(slot, child)
+            self._print_banner()
+            stop = asyncio.ensure_future(self.stopping.wait())
+            failed = asyncio.ensure_future(self.failed.wait())
+            await asyncio.wait((stop, failed), return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            failed.cancel()
+            return await self._stop()
+        finally:
+            reserved.close()
+
+    def _new_child(self, slot: int) -> WorkerChild:
+        return WorkerChild(self.child_settings(slot), self.child_args)
+
+    async def _start(self, child: WorkerChild) -> None:
+        self.live.add(child)
+        try:
+            await child.start()
+        except BaseException:
+            # Cut short (a SIGTERM cancels a roll mid-spawn): asyncio ends the process
+            # it forked; with no process there is nothing to drain or wait for.
+            if child.process is None:
+                self.live.discard(child)
+            raise
+        self._keep(asyncio.create_task(self._forget_on_exit(child)))
+
+    async def _forget_on_exit(self, child: WorkerChild) -> None:
+        await child.wait()
+        self.live.discard(child)
+
+    def _keep(self, task: asyncio.Task[None]) -> None:
+        self._watchers.add(task)
+        task.add_done_callback(self._watchers.discard)
+
+    def _install(self, slot: int, child: WorkerChild) -> None:
+        self.slots[slot] = child
+        self._keep(asyncio.create_task(self._watch(slot, child), name=f"watch {child.worker_id}"))
+
+    def _print_banner(self) -> None:
+        settings = self.settings
+        scheme = "wss" if settings.tls_enabled() else "ws"
+        ids = ", ".join(c.worker_id for c in self.slots if c is not None)
+        store = printable_store_url(settings.store)  # never print credentials
+        print(
+            f"wsserver listening on {scheme}://{settings.host}:{self.port} "
+            f"({self.count} workers: {ids}; store: {store}, engine: {settings.engine}; "
+            "SIGTERM drains, SIGHUP restarts them one at a time)",
+            flush=True,
+        )
+
+    def _handle_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_stop_signal)
+        loop.add_signal_handler(signal.SIGHUP, self._on_restart_signal)
+
+    def _on_stop_signal(self) -> None:
+        self._signals += 1
+        if self._signals == 1:
+            self.stopping.set()
+        else:
+            # A second signal: forward it, so the workers cut their drain short.
+            for child in list(self.live):
+                child.force()
+
+    def _on_restart_signal(self) -> None:
+        if self.stopping.is_set() or None in self.slots:
+            print("SIGHUP ignored: the group is starting or stopping", flush=True)
+            return
+        if self._rolling is not None and not self._rolling.done():
+            print("rolling restart already under way; SIGHUP ignored", flush=True)
+            return
+        self._rolling = asyncio.create_task(self.rolling_restart(), name="rolling restart")
+
+    async def rolling_restart(self) -> None:
+        """Replace each worker in turn: start the new one, then drain the old one."""
+        print(f"rolling restart of {self.count} workers", flush=True)
+        for slot in range(self.count):
+            if self.stopping.is_set():
+                return
+            new = await self._replacement(slot)
+            if new is None:
+                print(f"rolling restart stopped: worker {slot} did not start", flush=True)
+                return
+            # Read after the wait: a dead worker's restart may have filled the slot meanwhile.
+            old = self.slots[slot]
+            if old is not None:
+                old.retired = True
+            self._install(slot, new)
+            if old is not None:
+                old.drain()
+                await old.wait()
+        print("rolling restart done", flush=True)
+
+    async def _replacement(self, slot: int) -> WorkerChild | None:
+        self.restarts[slot] += 1
+        child = self._new_child(slot)
+        await self._start(child)
+        if await child.wait_ready():
+            self._failed_starts = 0
+            return child
+        await child.wait()
+        self._failed_starts += 1
+        return None
+
+    async def _watch(self, slot: int, child: WorkerChild) -> None:
+        code = await child.wait()
+        if child.retired or self.stopping.is_set():
+            return
+        # Exited on its own (killed, crashed): its sessions resume on the others while
+        # a new one starts; the delay grows while new ones keep failing at startup.
+        print(f"worker {child.worker_id} exited with status {code}; restarting it", flush=True)
+        ran = time.monotonic() - child.started_at
+        delay = RESTART_DELAY_S[0] if ran > STABLE_AFTER_S else self._restart_delay()
+        while not self.stopping.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), delay)
+            if self.stopping.is_set():
+                return
+            new = await self._replacement(slot)
+            if new is not None:
+                if self.slots[slot] is not child:
+                    # A rolling restart refilled the slot meanwhile: one worker per slot.
+                    new.retired = True
+                    new.drain()
+                elif not self.stopping.is_set():
+                    self._install(slot, new)
+                return
+            if self._failed_starts >= MAX_FAILED_STARTS:
+                print(
+                    f"worker {slot} failed to start {self._failed_starts} times; stopping",
+                    flush=True,
+                )
+                self.failed.set()
+                return
+            delay = self._restart_delay()
+
+    def _restart_delay(self) -> float:
+        first, longest = RESTART_DELAY_S
+        return float(min(longest, first * 2**self._failed_starts))
+
+    async def _stop(self) -> int:
+        reason = "signal" if self.stopping.is_set() else "failures"
+        self.stopping.set()
+        if self._rolling is not None:
+            self._rolling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._rolling
+        children = list(self.live)
+        print(
+            f"draining {len(children)} workers ({reason}): running responses get up to "
+            f"{self.settings.drain_timeout:g} s (a second signal forces)",
+            flush=True,
+        )
+        for child in children:
+            child.retired = True
+            child.drain()
+        exits = await asyncio.gather(*(c.wait() for c in children))
+        # A worker still starting (a roll's replacement) has no SIGTERM handler yet: the
+        # drain's signal ends it (143); that is the stop asked for, not a failure.
+        codes = [
+            code
+            for child, code in zip(children, exits, strict=True)
+            if child.ready.is_set() or code != 128 + signal.SIGTERM
+        ]
+        for watcher in list(self._watchers):
+            watcher.cancel()
+        await asyncio.gather(*self._watchers, return_exceptions=True)
+        print("stopped", flush=True)
+        if reason == "failures":
+            return 1
+        return next((code for code in codes if code), 0)
+
+
+async def run_group(settings: Settings, count: int, child_args: list[str]) -> int:
+    """``wsserver serve --workers N`` with N > 1; the exit status."""
+    try:
+        return await WorkerGroup(settings, count, child_args).run()
+    except SupervisorError as exc:
+        print(f"wsserver serve: {exc}", file=sys.stderr, flush=True)
+        return 2
