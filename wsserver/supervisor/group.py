@@ -49,6 +49,9 @@ class WorkerGroup:
         self.stopping = asyncio.Event()
         self.failed = asyncio.Event()
         self._failed_starts = 0
+        self._quick_exits = 0
+        """Workers in a row that exited on their own before STABLE_AFTER_S: a crash
+        loop after readiness, which backs off like one before it."""
         self._signals = 0
         self._rolling: asyncio.Task[None] | None = None
         self._watchers: set[asyncio.Task[None]] = set()
@@ -213,9 +216,13 @@ class WorkerGroup:
             return
         # Exited on its own (killed, crashed): its sessions resume on the others while
         # a new one starts; the delay grows while new ones keep failing at startup.
-        print(f"worker {child.worker_id} exited with status {code}; restarting it", flush=True)
         ran = time.monotonic() - child.started_at
-        delay = RESTART_DELAY_S[0] if ran > STABLE_AFTER_S else self._restart_delay()
+        self._quick_exits = 0 if ran > STABLE_AFTER_S else self._quick_exits + 1
+        delay = self._restart_delay()
+        print(
+            f"worker {child.worker_id} exited with status {code}; restarting it in {delay:g} s",
+            flush=True,
+        )
         while not self.stopping.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), delay)
@@ -241,7 +248,8 @@ class WorkerGroup:
 
     def _restart_delay(self) -> float:
         first, longest = RESTART_DELAY_S
-        return float(min(longest, first * 2**self._failed_starts))
+        failures = max(self._failed_starts, self._quick_exits - 1)
+        return float(min(longest, first * 2**failures))
 
     async def _stop(self) -> int:
         reason = "signal" if self.stopping.is_set() else "failures"

@@ -83,3 +83,23 @@ async def test_a_sighup_storm_then_sigterm_mid_roll_drains_everything(
     assert _count(group, "rolling restart of 2 workers") == 1, "one roll for the storm"
     assert _count(group, "rolling restart done") == 0
     await eventually(lambda: not any(os.path.exists(f"/proc/{pid}") for pid in started), 10)
+
+
+async def test_a_worker_that_keeps_dying_soon_after_ready_is_restarted_later_each_time(
+    group: WorkerGroupProcess,
+) -> None:
+    # Each replacement of slot 0 is killed as soon as it is ready: a crash loop after
+    # readiness backs off (0.2, 0.4, 0.8 s) instead of restarting every 0.2 s forever.
+    seen: set[str] = set(group.ready_workers())
+    for kills in range(1, 4):
+        victim = group.worker_stats(0)["worker_id"]
+        os.kill(group.ready_workers()[victim], signal.SIGKILL)
+        await eventually(lambda k=kills: _count(group, "restarting it in") == k, 40)
+        await eventually(lambda s=seen: len(set(group.ready_workers()) - s) == 1, 40)
+        seen = set(group.ready_workers())
+    delays = [
+        float(line.rsplit(" in ", 1)[1].split()[0])
+        for line in list(group.lines)
+        if "restarting it in" in line
+    ]
+    assert delays == [0.2, 0.4, 0.8], delays
