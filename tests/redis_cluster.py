@@ -7,10 +7,8 @@ so that a killed primary's replica takes over within a few seconds.
 
 from __future__ import annotations
 
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -21,28 +19,10 @@ from pathlib import Path
 import redis
 from redis.crc import key_slot
 
+from loadtest.store_cluster.nodes import free_cluster_port
 from tests.redis_server import redis_binary
 
 NODE_TIMEOUT_MS = 1000
-
-
-def free_cluster_port() -> int:
-    """A free loopback port whose cluster bus port (+10000, fixed in Redis 6) is free too.
-
-    The kernel's ephemeral ports lie above 32768, where +10000 may pass 65535: pick
-    below that instead, at random, and check both by binding them.
-    """
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(20000, 30000)
-        try:
-            with socket.socket() as first, socket.socket() as second:
-                first.bind(("127.0.0.1", port))
-                second.bind(("127.0.0.1", port + 10000))
-        except OSError:
-            continue
-        return port
-    raise RuntimeError("no free pair of ports for a cluster node")
 
 
 def redis_cli_binary() -> str:

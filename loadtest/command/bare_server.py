@@ -95,25 +95,13 @@ class VoiceBareConnection(stream_bare.BareConnection):
 class VoiceBareServer(stream_bare.BareServer):
     """The stream bench's bare server with :class:`VoiceBareConnection`."""
 
+    connection_class = VoiceBareConnection
+
     def __init__(self, *, decode_rate: float, answer_tokens: int, prefill_ms: float) -> None:
         super().__init__(
             decode_rate=decode_rate, answer_tokens=answer_tokens, prefill_ms=prefill_ms
         )
         self.clock_rate = decode_rate
-
-    async def handle(self, ws: ServerConnection) -> None:
-        """Serve one connection until it closes."""
-        connection = VoiceBareConnection(ws, self)
-        self.connections += 1
-        try:
-            async for frame in ws:
-                await connection.on_frame(frame)
-        except ConnectionClosed:
-            pass
-        finally:
-            self.connections -= 1
-            if connection.stream is not None:
-                connection.stream.stopped = True
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,6 +12,7 @@ import asyncio
 import random
 import time
 import wave
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,14 @@ class Context:
     def loading(self) -> bool:
         """Whether sessions still start new answers."""
         return time.monotonic() < self.load_until
+
+    def turns(self) -> Iterator[int]:
+        """A session's turns: the first always (a session that opened late still does its
+        work once), then more while the load lasts."""
+        turn = 0
+        while turn == 0 or self.loading():
+            yield turn
+            turn += 1
 
 
 @dataclass(slots=True)
@@ -143,7 +152,7 @@ async def chat(s: Session, ctx: Context) -> None:
     """A text session: answers back to back."""
     await s.open()
     ctx.rec.active += 1
-    while ctx.loading():
+    for _ in ctx.turns():
         await ask(s, ctx)
         await answer(s, ctx, Plan())
         await asyncio.sleep(ctx.settings.think)
@@ -154,7 +163,7 @@ async def voice(s: Session, ctx: Context) -> None:
     await s.open(voice_start(create_response=True))
     ctx.rec.active += 1
     turn = ctx.speech[: ctx.settings.turn_ms * 32] if ctx.settings.turn_ms else ctx.speech
-    while ctx.loading():
+    for _ in ctx.turns():
         ended = await speak(s, ctx, turn)
         await answer(s, ctx, Plan(), speech_end=ended)
         await asyncio.sleep(ctx.settings.think)
@@ -166,7 +175,7 @@ async def barge_in(s: Session, ctx: Context) -> None:
     s.expected_errors = frozenset({"no_active_response"})
     await s.open(voice_start(create_response=False))
     ctx.rec.active += 1
-    while ctx.loading():
+    for _ in ctx.turns():
         await s.send(CREATE)
         await answer(s, ctx, Plan(interrupt_at=ctx.settings.interrupt_after, talk=True))
         await asyncio.sleep(ctx.settings.think)
@@ -177,7 +186,7 @@ async def handoff(s: Session, ctx: Context) -> None:
     await s.open()
     ctx.rec.active += 1
     top = ctx.settings.answer_tokens - 1
-    while ctx.loading():
+    for _ in ctx.turns():
         cut = ctx.rng.random() < ctx.settings.cut_share
         await s.send(CREATE)
         await answer(s, ctx, Plan(cut_at=ctx.rng.randint(1, top) if cut else None))
@@ -192,6 +201,12 @@ async def storm_member(s: Session, ctx: Context) -> None:
 async def drop_all(sessions: list[Session], ctx: Context, at: float) -> None:
     """At ``at`` (monotonic), abort every open connection at once."""
     await asyncio.sleep(max(0.0, at - time.monotonic()))
+    # Every session in the storm: one still opening (a loaded client, a slow target) is
+    # waited for, within the load's time.
+    opening = [s for s in sessions if s.ws is None or not s.session_id]
+    while opening and ctx.loading():
+        await asyncio.sleep(0.01)
+        opening = [s for s in opening if s.ws is None or not s.session_id]
     ctx.storm.set()
     for s in sessions:
         if s.ws is not None and s.session_id:

@@ -28,6 +28,7 @@ BENCHMARKS = {
     "realtime": ("loadtest.realtime", "/v1/realtime against the native protocol"),
     "metrics-cost": ("loadtest.metrics_cost", "CPU per token with metrics on against off"),
     "send-path": ("loadtest.send_path", "--ws-engine fast against the worker and bare websockets"),
+    "capacity": ("loadtest.capacity", "memory, CPU and Redis work per session kind: CAPACITY.md"),
 }
 """Today's benchmarks: ``python -m loadtest NAME ARGS`` runs ``python -m MODULE ARGS``."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from loadtest.command.options import Settings
+from loadtest.command.options import Settings, public_url
 from loadtest.command.runner import Outcome
 from loadtest.common.report import Figure
 
@@ -53,7 +53,7 @@ def build_figures(
         ),
         Figure(
             "events/s",
-            "events",
+            "events/s",
             target.rec.events / settings.duration,
             base_name,
             None if base is None else base.rec.events / settings.duration,
@@ -134,10 +134,11 @@ def report_of(
     target_url: str,
     environment: dict[str, Any],
 ) -> dict[str, Any]:
-    """The JSON report (every sample kept for the plots)."""
+    """The JSON report (the samples kept for the plots, bounded per figure)."""
     config = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
     config["report"] = str(settings.report)
     config["api_key"] = "***" if settings.api_key else ""
+    config["url"] = public_url(settings.url)
     figures = build_figures(scenario, settings, target, base)
     return {
         "schema": SCHEMA,

@@ -21,11 +21,16 @@ import tempfile
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from loadtest.command.catalog import SCENARIOS, available_benchmarks, listing
 from loadtest.command.figures import build_figures, report_of, resumes_broken
-from loadtest.command.options import Settings, SettingsError, add_flags, settings_from
+from loadtest.command.options import (
+    Settings,
+    SettingsError,
+    add_flags,
+    public_url,
+    settings_from,
+)
 from loadtest.command.plots import write_plots
 from loadtest.command.runner import Outcome, drive
 from loadtest.command.targets import baseline, under_test
@@ -48,12 +53,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the scenarios, one line each")
     add_flags(p)
     return p
-
-
-def _without_query(url: str) -> str:
-    # A credential may ride in the query; the report never keeps one.
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 async def _run(scenario: str, settings: Settings) -> tuple[Outcome, Outcome | None, str]:
@@ -87,7 +86,7 @@ async def run_scenario_async(scenario: str, settings: Settings) -> int:
         settings,
         measured,
         base,
-        target_url=_without_query(url),
+        target_url=public_url(url),  # the report never keeps a credential
         environment={**environment(), "started_at": started},
     )
     # Off the loop: the plots take a while, and other runs may share this loop.

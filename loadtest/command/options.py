@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from loadtest.common.config import REPORTS
 
@@ -71,25 +73,51 @@ class Settings:
     def problems(self) -> list[str]:
         """What these settings refuse, in words."""
         out: list[str] = []
+        # A JSON file can say NaN or Infinity: no comparison below would catch them.
+        floats = ("duration", "drain", "ramp", "rate", "think", "slow_read_s")
+        odd = [name for name in floats if not math.isfinite(getattr(self, name))]
+        if odd:
+            out.append(f"{', '.join(odd)} must be finite numbers")
         if not 1 <= self.sessions <= 20_000:
             out.append("sessions must be 1..20000")
         if not 0 < self.duration <= 3600 or not 0 <= self.drain <= 600:
             out.append("duration must be in (0, 3600] and drain in [0, 600]")
-        if self.ramp < 0 or self.think < 0 or self.rate <= 0 or self.answer_tokens < 2:
-            out.append("ramp and think must be >= 0, rate > 0, answer_tokens >= 2")
+        if self.ramp < 0 or self.think < 0 or self.rate <= 0 or self.slow_read_s < 0:
+            out.append("ramp, think and slow-read-s must be >= 0, rate > 0")
+        if not 2 <= self.answer_tokens <= 1_000_000:
+            out.append("answer_tokens must be 2..1000000")
         for name in ("cut_share", "drop_at", "slow_share"):
             if not 0 <= getattr(self, name) <= 1:
                 out.append(f"{name.replace('_', '-')} must be in [0, 1]")
         if self.url and not self.url.startswith(("ws://", "wss://")):
             out.append("url must start with ws:// or wss://")
+        elif self.url and not _openable(self.url):
+            out.append("url must name a host and a port in 1..65535 (ws://host[:port]/path)")
         if not 1 <= self.interrupt_after < self.answer_tokens:
             out.append("interrupt_after must be in [1, answer_tokens)")
         if not 10 <= self.chunk_ms <= 200 or self.turn_ms < 0:
             out.append("chunk_ms must be 10..200 and turn_ms >= 0")
         unknown = set(self.mix) - set(DEFAULT_MIX)
-        if unknown or not self.mix or any(w < 0 for w in self.mix.values()):
-            out.append(f"mix weights are for {sorted(DEFAULT_MIX)}, >= 0")
+        weights = list(self.mix.values())
+        numbers = all(_is_number(w) and math.isfinite(w) and w >= 0 for w in weights)
+        if unknown or not numbers or not any(w > 0 for w in weights):
+            out.append(f"mix weights are for {sorted(DEFAULT_MIX)}, finite, >= 0, one > 0")
+        if not all(isinstance(arg, str) for arg in self.worker_args):
+            out.append("worker_args must be a list of strings")
         return out
+
+
+def _openable(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for one out of range
+    except ValueError:  # "ws://[x": an unclosed IPv6 host
+        return False
+    return bool(parts.hostname) and port != 0
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 _FLAGS = {f.name for f in fields(Settings)}
@@ -134,6 +162,13 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         "--worker-arg", dest="worker_args", action="append", metavar="FLAG",
         help="extra flag for the local worker (repeatable), e.g. --worker-arg=--store=memory",
     )  # fmt: skip
+
+
+def public_url(url: str) -> str:
+    """``url`` without what may hold a credential (a query, a ``user:password@``)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 def read_config_file(path: Path) -> dict[str, Any]:

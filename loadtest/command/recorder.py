@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -17,6 +18,10 @@ SAMPLE_KEYS = (
     "ping_ms",
 )
 """Latency samples a scenario may take (each a list of milliseconds)."""
+
+MAX_SAMPLES = 100_000
+"""Samples kept per key: past it a uniform reservoir (the count and max stay exact), so a
+long run or a server spewing deltas keeps memory and the report bounded."""
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -45,6 +50,10 @@ class Recorder:
     tokens: int = 0
     timeline: list[dict[str, float]] = field(default_factory=list)
     rss_mib: list[float] = field(default_factory=list)
+    seen: Counter[str] = field(default_factory=Counter)
+    """Samples taken per key (the reservoir keeps at most :data:`MAX_SAMPLES`)."""
+    peaks: dict[str, float] = field(default_factory=dict)
+    _reservoir_rng: random.Random = field(default_factory=lambda: random.Random(0))
     _last_events: int = 0
     _last_tokens: int = 0
     _last_at: float = 0.0
@@ -54,8 +63,18 @@ class Recorder:
         return time.monotonic() - self.started
 
     def sample(self, key: str, seconds: float) -> None:
-        """One latency sample, given in seconds, kept in ms."""
-        self.samples[key].append(seconds * 1000)
+        """One latency sample, given in seconds, kept in ms (a reservoir past the bound)."""
+        ms = seconds * 1000
+        self.seen[key] += 1
+        if ms > self.peaks.get(key, -1.0):
+            self.peaks[key] = ms
+        kept = self.samples[key]
+        if len(kept) < MAX_SAMPLES:
+            kept.append(ms)
+            return
+        slot = self._reservoir_rng.randrange(self.seen[key])  # Algorithm R: uniform
+        if slot < MAX_SAMPLES:
+            kept[slot] = ms
 
     def tick(self, rss_bytes: int | None) -> dict[str, float]:
         """One timeline point (events/s and tokens/s since the last one, sessions active)."""
@@ -77,10 +96,10 @@ class Recorder:
         """Counts and percentiles (the raw samples are kept too, for the plots)."""
         latency = {
             key: {
-                "count": len(values),
+                "count": self.seen[key] or len(values),
                 "p50": percentile(values, 50),
                 "p99": percentile(values, 99),
-                "max": max(values) if values else None,
+                "max": self.peaks.get(key, max(values) if values else None),
             }
             for key, values in sorted(self.samples.items())
         }

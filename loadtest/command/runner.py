@@ -80,6 +80,8 @@ async def _one(role: str, s: Session, ctx: Context, delay: float) -> None:
         pass  # counted in the recorder's errors where it happened
     except ConnectionClosed as exc:
         ctx.rec.close_codes[close_code_of(exc)] += 1
+        if exc.rcvd is None and exc.sent is not None:  # we closed: say why (1009: too big)
+            ctx.rec.errors[f"closed by the load test: {exc.sent.code}"] += 1
     except TimeoutError:
         ctx.rec.errors["no event within 30 s"] += 1
     finally:

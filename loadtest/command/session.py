@@ -25,6 +25,9 @@ from protocol.encoding import JSON_SUBPROTOCOL
 from protocol.errors import ProtocolViolation
 
 OPEN_TIMEOUT_S = 10.0
+MAX_FRAME_BYTES = 16 * 1024 * 1024
+"""Largest message taken from a target (far above any event a worker sends): a hostile
+one claiming a gigabyte is refused at its header (1009), not buffered for the run."""
 
 
 class SessionFailed(RuntimeError):
@@ -103,7 +106,7 @@ class Session:
                 subprotocols=[JSON_SUBPROTOCOL],  # type: ignore[list-item]
                 open_timeout=OPEN_TIMEOUT_S,
                 ping_interval=None,  # the server's heartbeats keep the connection alive
-                max_size=None,
+                max_size=MAX_FRAME_BYTES,
                 compression=None,
             )
         except (OSError, TimeoutError, WebSocketException) as exc:

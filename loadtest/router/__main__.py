@@ -13,7 +13,8 @@ it, all on free loopback ports. With the same client load on both it measures:
 3. the router's CPU per relayed delta frame and per token (psutil on its pid).
 
 It prints every figure beside its same-run direct baseline, with the difference and
-the ratio, and writes a JSON report. See ``loadtest/README.md``.
+the ratio, and writes a JSON report. ``--storm`` runs a reconnect storm instead
+(:mod:`loadtest.router.storm`). See ``loadtest/README.md``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from loadtest.common.redis_process import RedisProcess
 from loadtest.router.config import RouterBenchConfig, build_parser, resolve_config
 from loadtest.router.figures import added_latency, build_figures, print_summary, router_warnings
 from loadtest.router.phases import measure_idle_one, measure_pair, measure_stream_one
+from loadtest.router.storm import print_storm, run_storm, storm_broken, storm_figures
 
 
 def run(config: RouterBenchConfig, log_dir: Path) -> dict[str, Any]:
@@ -58,6 +60,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     needed = 3 * config.sessions + 1024  # the router holds two sockets per session
     if fd_limit < needed:
         print(f"warning: open-files limit {fd_limit} is low (want {needed})", file=sys.stderr)
+    if config.storm:
+        return storm(config)
     return run_benchmark(
         "router",
         # run_benchmark only serialises the config (a dataclass) and reads .report.
@@ -68,6 +72,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_summary=lambda report, figures: print_summary(config, report, figures),
         git_before_run=True,  # the commit under test, read before the run: the tree may change
     )
+
+
+def storm(config: RouterBenchConfig) -> int:
+    """``--storm``: exit status 1 when a session lost or doubled events or did not resume."""
+    kept: dict[str, Any] = {}
+
+    def run_kept(log_dir: Path) -> dict[str, Any]:
+        kept.update(run_storm(config, log_dir))
+        return kept
+
+    run_benchmark(
+        "router-storm",
+        cast(Any, config),
+        run=run_kept,
+        figures_of=storm_figures,
+        warnings_of=storm_broken,
+        print_summary=print_storm,
+        git_before_run=True,
+    )
+    return 1 if storm_broken(kept) else 0
 
 
 if __name__ == "__main__":

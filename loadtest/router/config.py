@@ -61,6 +61,10 @@ class RouterBenchConfig(StreamLoadConfig):
     idle_duration: float
     rounds: int
     router_args: list[str] = field(default_factory=list)
+    storm: bool = False
+    """Run the reconnect storm (direct, then through the router) instead of the pairs."""
+    storm_drop_at: float = 0.5
+    """When the storm drops every connection, as a share of ``duration``."""
 
     @property
     def rates(self) -> list[float]:
@@ -80,6 +84,8 @@ class RouterBenchConfig(StreamLoadConfig):
             problems.append(
                 "--idle-ping-interval must be in [0.001, 10], --idle-duration in [0.5, 120]"
             )
+        if not 0.1 <= self.storm_drop_at <= 0.9:
+            problems.append("--drop-at must be in [0.1, 0.9]")
         if not 1 <= self.rounds <= 5:
             problems.append("--rounds must be 1..5")
         if any(arg.startswith(("--store=", "--registry-interval=")) for arg in self.worker_args):
@@ -114,6 +120,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--rounds", type=int, help="measurements per target, order alternating (full: 1)"
     )
     add_stream_load_flags(p)
+    p.add_argument(
+        "--storm",
+        action="store_true",
+        help="instead: a reconnect storm of --sessions sessions (all dropped at once, all "
+        "resume), direct and through the router; resume latency, lost, doubled",
+    )
+    p.add_argument(
+        "--drop-at", type=float, default=0.5, help="--storm: drop time / --duration (0.5)"
+    )
     p.add_argument("--only", choices=("stream", "idle"), help="run one part (default: both)")
     add_report_flags(p, "extra flag for wsserver serve, e.g. --worker-arg=--write-limit=16384")
     p.add_argument(
@@ -140,7 +155,9 @@ def resolve_config(args: argparse.Namespace) -> RouterBenchConfig:
         idle_duration=float(pick["idle_duration"]),
         rounds=int(pick["rounds"]),
         phases=(args.only,) if args.only else ("idle", "stream"),
-        report=report_path(args, "router"),
+        report=report_path(args, "router-storm" if args.storm else "router"),
         router_args=list(args.router_arg),
+        storm=args.storm,
+        storm_drop_at=args.drop_at,
         **stream_load_flags(args),
     ).validated("router")

@@ -22,8 +22,12 @@ class NodesFailed(RuntimeError):
     """A redis-server or the cluster could not be started."""
 
 
-def _free_pair() -> int:
-    """A free port whose cluster bus port (+10000, fixed in Redis 6) is free too."""
+def free_cluster_port() -> int:
+    """A free loopback port whose cluster bus port (+10000, fixed in Redis 6) is free too.
+
+    The kernel's ephemeral ports lie above 32768, where +10000 may pass 65535: pick
+    below that instead, at random, and check both by binding them.
+    """
     rng = random.Random()
     for _ in range(200):
         port = rng.randrange(20000, 30000)
@@ -34,7 +38,7 @@ def _free_pair() -> int:
         except OSError:
             continue
         return port
-    raise NodesFailed("no free pair of ports")
+    raise NodesFailed("no free pair of ports for a cluster node")
 
 
 class RedisNodes:
@@ -42,7 +46,7 @@ class RedisNodes:
 
     def __init__(self, *, cluster: bool) -> None:
         self.cluster = cluster
-        self.ports = [_free_pair() for _ in range(6 if cluster else 1)]
+        self.ports = [free_cluster_port() for _ in range(6 if cluster else 1)]
         self.folder = Path(tempfile.mkdtemp(prefix="wss-bench-redis-"))
         self.processes: list[subprocess.Popen[bytes]] = []
 

@@ -184,6 +184,9 @@ class BareConnection:
 class BareServer:
     """The listener, the decode clock and a few counters."""
 
+    connection_class: type[BareConnection] = BareConnection
+    """What serves each connection (a subclass may speak more of the protocol)."""
+
     def __init__(self, *, decode_rate: float, answer_tokens: int, prefill_ms: float) -> None:
         self.clock = DecodeClock(decode_rate)
         self.answer_tokens = answer_tokens
@@ -200,7 +203,7 @@ class BareServer:
 
     async def handle(self, ws: ServerConnection) -> None:
         """Serve one connection until it closes."""
-        connection = BareConnection(ws, self)
+        connection = self.connection_class(ws, self)
         self.connections += 1
         try:
             async for frame in ws:

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 from wsserver.cli.event_loop import run_command
 from wsserver.frontdoor.errors import FrontDoorConfigError
 from wsserver.router.server import ROUTER_ENV_PREFIX, Router, RouterSettings
+from wsserver.store.urls import printable_store_url
 from wsserver.telemetry import configure_logging
 
 
@@ -83,7 +84,7 @@ async def _router_async(settings: RouterSettings) -> int:
         )
         await router.registry.close()
         return 2
-    store = settings.store.split("@")[-1]  # never print credentials
+    store = printable_store_url(settings.store)  # never print credentials
     scheme = "wss" if router.tls is not None else "ws"
     print(
         f"wsserver router listening on {scheme}://{settings.host}:{router.port} (store: {store}, "

@@ -17,6 +17,7 @@ from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
 from wsserver.demo_page.endpoint import page_url
 from wsserver.frontdoor.errors import FrontDoorConfigError
+from wsserver.store.urls import printable_store_url
 from wsserver.telemetry import TelemetryConfigError, configure_logging, configure_worker
 from wsserver.telemetry.sanitize import register_secret
 from wsserver.telemetry.tracing import ResponseTracer, otlp_endpoint, start_tracing
@@ -156,16 +157,8 @@ async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> i
     # the loop for 100+ ms. Fewer, younger-only passes keep p99 latency flat.
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
-    url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
-    store = settings.store.split("@")[-1]  # never print credentials
-    print(
-        f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
-        f"engine: {settings.engine}{_speech(settings)})",
-        flush=True,
-    )
-    if server.http.serves_demo_page:
-        page = page_url(settings.host, server.port, tls=server.tls is not None)
-        print(f"demo page: {page} (open it in a browser)", flush=True)
+    # Before the banner: a supervisor (or a user) that signals as soon as it reads it
+    # gets a drain, never the default handler's kill.
     stop = asyncio.Event()
     force = asyncio.Event()
 
@@ -181,6 +174,16 @@ async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> i
         from wsserver.supervisor.parent_watch import on_parent_exit
 
         on_parent_exit(loop, on_signal)
+    url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
+    store = printable_store_url(settings.store)  # never print credentials
+    print(
+        f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
+        f"engine: {settings.engine}{_speech(settings)})",
+        flush=True,
+    )
+    if server.http.serves_demo_page:
+        page = page_url(settings.host, server.port, tls=server.tls is not None)
+        print(f"demo page: {page} (open it in a browser)", flush=True)
     if demo and server.authenticator.required:
         # The demo client has no credential to present.
         print(

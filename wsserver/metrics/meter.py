@@ -37,6 +37,9 @@ class NoMeter:
     def done_sent(self) -> None:
         """A ``response.done`` left for the client."""
 
+    def transport_attached(self) -> None:
+        """A connection (a resume's) took the session: a done owed is now a replay."""
+
 
 NO_METER = NoMeter()
 
@@ -90,6 +93,11 @@ class SessionMeter(NoMeter):
     def speech_started(self) -> None:
         if self._speech_at == _NEVER:
             self._speech_at = monotonic()
+
+    def transport_attached(self) -> None:
+        # A stop or speech whose done did not leave before the connection went is no
+        # reaction time: timed, the next answer's done would count from it.
+        self._stop_at = self._speech_at = _NEVER
 
     def done_sent(self) -> None:
         # No output of a response follows its response.done: the done's departure is

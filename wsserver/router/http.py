@@ -68,6 +68,10 @@ def parse_request_head(raw: bytes) -> RequestHead:
         key = name.lower()
         headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
     head = RequestHead(raw, parts[0], parts[1], headers)
+    try:
+        urlsplit(head.target)  # every later read of path and query splits it again
+    except ValueError as exc:  # "//[::1": an unclosed IPv6 host
+        raise MalformedHead("malformed request target") from exc
     if len(head.session_id or "") > MAX_SESSION_ID_CHARS:
         raise MalformedHead("session id too long")
     return head

@@ -1,5 +1,7 @@
 """The router's byte relay: open a worker, hand it the request head, then splice.
 
+The splice itself (protocol callbacks, no copy tasks) is :mod:`wsserver.router.splice`.
+
 Frames are never parsed: close codes, pings and every message pass through as the
 peers sent them. A worker is committed to only once it answered the head, so a
 refusal (503) or silence sends the client to the next candidate.
@@ -12,7 +14,6 @@ import contextlib
 import logging
 import socket
 import ssl
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from wsserver.frontdoor.tls import client_context
@@ -20,13 +21,14 @@ from wsserver.metrics import NO_ROUTER_METRICS, RouterMetrics
 from wsserver.registry.base import WorkerInfo
 from wsserver.router.http import END_OF_HEAD, response_status
 from wsserver.router.settings import RouterSettings
+from wsserver.router.splice import Splice, stream_leftovers
 
 # The server's logger: these lines were the server's before the relay had its own module,
 # and operators filter on the name.
 log = logging.getLogger("wsserver.router.server")
 
 CHUNK = 65536
-"""Bytes read per call, and the stream buffers' limit."""
+"""The stream buffers' limit while the heads are read."""
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,6 @@ UP, DOWN = "client_to_worker", "worker_to_client"
 """Directions of the relayed-bytes metric."""
 
 
-def _uncounted(size: int) -> None:
-    """A pump's byte count nobody reads."""
-
-
 class Relay:
     """Opens connections to workers and copies bytes between them and clients."""
 
@@ -62,6 +60,13 @@ class Relay:
         self.counters = counters
         """The router's counters: ``worker_failures`` and ``active`` are kept here."""
         self._worker_tls: ssl.SSLContext | None = None
+        self.splices: set[Splice] = set()
+        """The connections relayed now."""
+
+    def buffered_bytes(self) -> int:
+        """Bytes held for peers across every relayed connection (bounded per connection:
+        :data:`~wsserver.router.splice.WRITE_HIGH_WATER` plus one read, each way)."""
+        return sum(spliced.buffered() for spliced in self.splices)
 
     async def open(self, worker: WorkerInfo, head: bytes) -> Upstream | None:
         """Connect to ``worker``, send ``head``, read its response head; None if it failed."""
@@ -85,7 +90,15 @@ class Relay:
                 await up_writer.drain()
                 response = await up_reader.readuntil(END_OF_HEAD)
             return Upstream(up_reader, up_writer, response_status(response), response)
-        except (OSError, TimeoutError, ValueError, asyncio.IncompleteReadError) as exc:
+        # LimitOverrunError: no head within CHUNK bytes (not HTTP, or a broken worker);
+        # it is no ValueError, and uncaught it cut the client with a traceback, no retry.
+        except (
+            OSError,
+            TimeoutError,
+            ValueError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+        ) as exc:
             self.counters["worker_failures"] += 1
             self.metrics.placement_failed("unreachable")
             log.info("worker %s did not answer: %s", worker.worker_id, exc or type(exc).__name__)
@@ -104,28 +117,34 @@ class Relay:
     async def splice(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, upstream: Upstream
     ) -> None:
-        """Copy both ways until both sides closed; an error on either side ends both."""
-        up_reader, up_writer = upstream.reader, upstream.writer
+        """Relay both ways (:mod:`wsserver.router.splice`) until both sides closed."""
         self.counters["active"] += 1
-        pumps = [
-            asyncio.create_task(pump(reader, up_writer, self.metrics.byte_counter(UP))),
-            asyncio.create_task(pump(up_reader, writer, self.metrics.byte_counter(DOWN))),
-        ]
+        spliced = Splice(
+            self.settings.linger_timeout,
+            self.metrics.byte_counter(UP),
+            self.metrics.byte_counter(DOWN),
+        )
         try:
-            done, pending = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
-            if pending and all(task.exception() is None for task in done):
-                # Half-closed: the other side may still be sending (its close frame, the
-                # rest of a response). Bounded, so a peer that never closes cannot pin us.
-                await asyncio.wait(pending, timeout=self.settings.linger_timeout)
-        except asyncio.CancelledError:
-            up_writer.transport.abort()
+            self.splices.add(spliced)
+            # What each stream read past its head goes first, in order.
+            client_bytes, client_eof = stream_leftovers(reader)
+            worker_bytes, worker_eof = stream_leftovers(upstream.reader)
+            spliced.start(
+                writer.transport,
+                client_bytes,
+                client_eof,
+                upstream.writer.transport,
+                worker_bytes,
+                worker_eof,
+            )
+            await spliced.wait()
+        except BaseException:
+            upstream.writer.transport.abort()
             raise
         finally:
             self.counters["active"] -= 1
-            for task in pumps:
-                task.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
-            up_writer.close()
+            self.splices.discard(spliced)
+            upstream.writer.close()
 
 
 def tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
@@ -136,24 +155,3 @@ def tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         if user_timeout and hasattr(socket, "TCP_USER_TIMEOUT"):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
-
-
-async def pump(
-    src: asyncio.StreamReader,
-    dst: asyncio.StreamWriter,
-    counted: Callable[[int], None] = _uncounted,
-) -> None:
-    """Copy ``src`` to ``dst`` with backpressure, then half-close ``dst``; ``counted``
-    hears each chunk's size (the relayed-bytes metric)."""
-    while data := await src.read(CHUNK):
-        counted(len(data))
-        dst.write(data)
-        await dst.drain()
-    if dst.is_closing():
-        return
-    if dst.can_write_eof():
-        with contextlib.suppress(OSError):
-            dst.write_eof()
-    else:
-        # TLS has no half-close; without this the peer waits out its close timeout.
-        dst.close()

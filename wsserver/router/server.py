@@ -172,7 +172,11 @@ class Router:
 
     def stats(self) -> dict[str, Any]:
         """Counters for monitoring and tests."""
-        live = {"live_workers": len(self.workers), "registry_up": self.registry_up}
+        live = {
+            "live_workers": len(self.workers),
+            "registry_up": self.registry_up,
+            "relay_buffered_bytes": self.relay.buffered_bytes(),
+        }
         return {**self.counters, **live, "front_door": self.front_door.quotas.stats()}
 
     # -- one connection ----------------------------------------------------
@@ -277,7 +281,10 @@ class Router:
         try:
             async with asyncio.timeout(self.settings.handshake_timeout):
                 raw = await reader.readuntil(END_OF_HEAD)
-            head = parse_request_head(raw)
+            try:
+                head = parse_request_head(raw)
+            except MalformedHead as exc:
+                return await respond(writer, HTTPStatus.BAD_REQUEST, {"error": str(exc)})
             if head.path in ("/healthz", "/readyz"):
                 await self._probe(head.path, writer)
             elif head.path == "/stats":
@@ -286,7 +293,7 @@ class Router:
                 await respond_metrics(writer, self.metrics.registry)
             else:
                 await respond(writer, HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
-        except (MalformedHead, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             pass
         except TimeoutError:
             pass

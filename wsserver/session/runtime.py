@@ -196,6 +196,7 @@ class SessionRuntime:
         """Bind a transport; returns the one it replaced, if any."""
         previous = self.transport
         self.transport = transport
+        self.meter.transport_attached()
         self.feed(TransportAttached())
         return previous
 
@@ -211,7 +212,8 @@ class SessionRuntime:
 
     def handle(self, message: SessionMessage) -> None:
         """A validated client message of the session (the reader never waits here)."""
-        if message.type in _STOPS:
+        # A stop with nothing running stops nothing (else the next done is timed from it).
+        if message.type in _STOPS and self.core.session.active is not None:
             self.meter.stop_requested(message.type)
         self.feed(message)
 

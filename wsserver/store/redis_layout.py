@@ -23,9 +23,19 @@ from typing import Any
 from wsserver.store.base import SessionRecord, ToolCallRecord
 
 
+def session_tag(session_id: str) -> str:
+    """``{ID}``, the hash tag of a session's keys: one slot on a Redis Cluster.
+
+    A ``}`` in the id is escaped: a client's resume may name any id, and ``}x`` would
+    leave an empty tag, so each key hashed whole onto its own slot and a script over
+    them failed (CROSSSLOT). Server-made ids never hold one, so their keys are unchanged.
+    """
+    return "{" + session_id.replace("}", "%7D") + "}"
+
+
 def session_keys(session_id: str) -> tuple[str, str, str, str, str]:
     """meta, log, partial, lease and tools: the keys the store's scripts take."""
-    tag = "{" + session_id + "}"
+    tag = session_tag(session_id)
     return (
         f"wss:{tag}:meta",
         f"wss:{tag}:log",
@@ -37,12 +47,12 @@ def session_keys(session_id: str) -> tuple[str, str, str, str, str]:
 
 def lease_key(session_id: str) -> str:
     """The owner lease of a session: the owner's id, expiring unless renewed."""
-    return "wss:{" + session_id + "}:lease"
+    return f"wss:{session_tag(session_id)}:lease"
 
 
 def usage_key(session_id: str) -> str:
     """The usage ledger of a session."""
-    return "wss:{" + session_id + "}:usage"
+    return f"wss:{session_tag(session_id)}:usage"
 
 
 def client_token_key(token_id: str) -> str:

@@ -20,11 +20,26 @@ def cluster_seeds(url: str) -> list[tuple[str, int]]:
     Name several: a client that starts while its only seed is down (a failed primary
     not yet restarted) cannot find the cluster.
     """
-    netloc = urlsplit(url).netloc.rpartition("@")[2]
+    parts = urlsplit(url)
+    if parts.path not in ("", "/", "/0"):
+        # A cluster serves database 0 only: another number would not keep data apart.
+        raise ValueError(f"a redis cluster has database 0 only, not {parts.path[1:]!r}")
+    netloc = parts.netloc.rpartition("@")[2]  # never the credentials in a message
     seeds: list[tuple[str, int]] = []
     for seed in netloc.split(","):
         host, _, port = seed.rpartition(":")
-        if not host or not port.isdigit():
+        # ASCII digits in the port range: str.isdigit also takes other scripts' digits.
+        if not host or not (port.isascii() and port.isdigit()) or not 0 < int(port) < 65536:
             raise ValueError(f"not a HOST:PORT seed node: {seed!r}")
         seeds.append((host.strip("[]"), int(port)))
     return seeds
+
+
+def printable_store_url(url: str) -> str:
+    """``url`` as a banner may show it: no user, password or query (redis-py takes a
+    ``?password=`` from the query, so it is a credential too)."""
+    parts = urlsplit(url)
+    if not parts.scheme:
+        return url  # "memory", or something the selector will refuse by name
+    netloc = parts.netloc.rpartition("@")[2]
+    return f"{parts.scheme}://{netloc}{parts.path}"

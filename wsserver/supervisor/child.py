@@ -47,6 +47,9 @@ class WorkerChild:
         """Launch the process and hand it its settings."""
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
+            # -P: no current directory first on sys.path, so a checkout of another
+            # version where the group was started cannot run as its workers.
+            "-P",
             "-m",
             "wsserver.cli.main",
             "serve",

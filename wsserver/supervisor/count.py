@@ -6,11 +6,13 @@ import math
 import os
 from pathlib import Path
 
+from wsserver.store.urls import REDIS_SCHEMES
 from wsserver.supervisor.errors import WorkerCountError
 from wsserver.worker.settings import Settings
 
-SHARED_STORES = ("redis://", "rediss://", "unix://")
-"""``--store`` values every process of a group reaches (the store selector's Redis ones)."""
+SHARED_STORES = REDIS_SCHEMES
+"""``--store`` values every process of a group reaches: every Redis the store selector
+accepts, a Redis Cluster's ``redis+cluster://`` included."""
 
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 """A container's CPU limit (cgroup v2: ``QUOTA PERIOD``, or ``max PERIOD``)."""

@@ -21,6 +21,7 @@ import signal
 import sys
 import time
 
+from wsserver.store.urls import printable_store_url
 from wsserver.supervisor.child import WorkerChild
 from wsserver.supervisor.errors import SupervisorError
 from wsserver.supervisor.port import reserve_port
@@ -48,6 +49,9 @@ class WorkerGroup:
         self.stopping = asyncio.Event()
         self.failed = asyncio.Event()
         self._failed_starts = 0
+        self._quick_exits = 0
+        """Workers in a row that exited on their own before STABLE_AFTER_S: a crash
+        loop after readiness, which backs off like one before it."""
         self._signals = 0
         self._rolling: asyncio.Task[None] | None = None
         self._watchers: set[asyncio.Task[None]] = set()
@@ -75,6 +79,14 @@ class WorkerGroup:
         """Run until a signal stops the group; the exit status."""
         reserved = reserve_port(self.settings.host, self.settings.port)
         self.port = reserved.getsockname()[1]
+        admin = self.settings.admin_port
+        if admin and admin <= self.port < admin + self.count:
+            reserved.close()
+            # Both reuse the port: that worker's admin listener would take upgrades (404).
+            raise SupervisorError(
+                f"--admin-port {admin} gives the workers ports {admin}-{admin + self.count - 1}"
+                f", which include the group's port {self.port}: choose another admin port"
+            )
         # Before any worker starts: a signal during startup is acted on once they are up.
         self._handle_signals()
         try:
@@ -109,7 +121,14 @@ class WorkerGroup:
 
     async def _start(self, child: WorkerChild) -> None:
         self.live.add(child)
-        await child.start()
+        try:
+            await child.start()
+        except BaseException:
+            # Cut short (a SIGTERM cancels a roll mid-spawn): asyncio ends the process
+            # it forked; with no process there is nothing to drain or wait for.
+            if child.process is None:
+                self.live.discard(child)
+            raise
         self._keep(asyncio.create_task(self._forget_on_exit(child)))
 
     async def _forget_on_exit(self, child: WorkerChild) -> None:
@@ -128,7 +147,7 @@ class WorkerGroup:
         settings = self.settings
         scheme = "wss" if settings.tls_enabled() else "ws"
         ids = ", ".join(c.worker_id for c in self.slots if c is not None)
-        store = settings.store.split("@")[-1]  # never print credentials
+        store = printable_store_url(settings.store)  # never print credentials
         print(
             f"wsserver listening on {scheme}://{settings.host}:{self.port} "
             f"({self.count} workers: {ids}; store: {store}, engine: {settings.engine}; "
@@ -166,11 +185,12 @@ class WorkerGroup:
         for slot in range(self.count):
             if self.stopping.is_set():
                 return
-            old = self.slots[slot]
             new = await self._replacement(slot)
             if new is None:
                 print(f"rolling restart stopped: worker {slot} did not start", flush=True)
                 return
+            # Read after the wait: a dead worker's restart may have filled the slot meanwhile.
+            old = self.slots[slot]
             if old is not None:
                 old.retired = True
             self._install(slot, new)
@@ -196,9 +216,13 @@ class WorkerGroup:
             return
         # Exited on its own (killed, crashed): its sessions resume on the others while
         # a new one starts; the delay grows while new ones keep failing at startup.
-        print(f"worker {child.worker_id} exited with status {code}; restarting it", flush=True)
         ran = time.monotonic() - child.started_at
-        delay = RESTART_DELAY_S[0] if ran > STABLE_AFTER_S else self._restart_delay()
+        self._quick_exits = 0 if ran > STABLE_AFTER_S else self._quick_exits + 1
+        delay = self._restart_delay()
+        print(
+            f"worker {child.worker_id} exited with status {code}; restarting it in {delay:g} s",
+            flush=True,
+        )
         while not self.stopping.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stopping.wait(), delay)
@@ -206,7 +230,11 @@ class WorkerGroup:
                 return
             new = await self._replacement(slot)
             if new is not None:
-                if not self.stopping.is_set():
+                if self.slots[slot] is not child:
+                    # A rolling restart refilled the slot meanwhile: one worker per slot.
+                    new.retired = True
+                    new.drain()
+                elif not self.stopping.is_set():
                     self._install(slot, new)
                 return
             if self._failed_starts >= MAX_FAILED_STARTS:
@@ -220,7 +248,8 @@ class WorkerGroup:
 
     def _restart_delay(self) -> float:
         first, longest = RESTART_DELAY_S
-        return float(min(longest, first * 2**self._failed_starts))
+        failures = max(self._failed_starts, self._quick_exits - 1)
+        return float(min(longest, first * 2**failures))
 
     async def _stop(self) -> int:
         reason = "signal" if self.stopping.is_set() else "failures"
@@ -238,7 +267,14 @@ class WorkerGroup:
         for child in children:
             child.retired = True
             child.drain()
-        codes = await asyncio.gather(*(c.wait() for c in children))
+        exits = await asyncio.gather(*(c.wait() for c in children))
+        # A worker still starting (a roll's replacement) has no SIGTERM handler yet: the
+        # drain's signal ends it (143); that is the stop asked for, not a failure.
+        codes = [
+            code
+            for child, code in zip(children, exits, strict=True)
+            if child.ready.is_set() or code != 128 + signal.SIGTERM
+        ]
         for watcher in list(self._watchers):
             watcher.cancel()
         await asyncio.gather(*self._watchers, return_exceptions=True)

@@ -18,6 +18,12 @@ def on_parent_exit(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]
         # the interpreter's shutdown.
         while os.read(sys.stdin.fileno(), 4096):
             pass
+        # Stdout is a pipe to the parent too, now gone: the drain's lines there raised
+        # BrokenPipeError and the worker died instead of draining. They go nowhere now
+        # (the logs are on stderr, which was never the parent's pipe).
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
         loop.call_soon_threadsafe(callback)
 
     threading.Thread(target=wait_for_end, name="parent watch", daemon=True).start()

@@ -8,6 +8,8 @@ interrupt. Spans are batched and sent over OTLP/HTTP with protobuf.
 
 from __future__ import annotations
 
+import threading
+
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -17,6 +19,11 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from wsserver.telemetry.spans import ResponseSpan
 
 SPAN_NAME = "wsserver.response"
+
+SHUTDOWN_BOUND_S = 3.0
+"""Longest the last batch may hold a stopping worker: a collector that hangs would
+otherwise keep it for the exporter's timeout (10 s, or whatever OTEL_* says) plus its
+retries, past a pod's grace period. Spans not sent by then are dropped."""
 
 
 def _traces_url(endpoint: str) -> str:
@@ -68,5 +75,11 @@ class OtelResponseTracer:
         otel_span.end(end_time=span.end_ns)
 
     def shutdown(self) -> None:
-        """Flush the batch and stop the exporter."""
-        self._provider.shutdown()
+        """Flush the batch and stop the exporter, waiting at most :data:`SHUTDOWN_BOUND_S`."""
+        # The SDK's shutdown waits for an export in flight without a bound; a daemon
+        # thread left behind does not keep the process alive.
+        stopping = threading.Thread(
+            target=self._provider.shutdown, name="otlp-shutdown", daemon=True
+        )
+        stopping.start()
+        stopping.join(SHUTDOWN_BOUND_S)

@@ -7,6 +7,7 @@ only when an endpoint is configured: without one, no import and no cost.
 from __future__ import annotations
 
 import os
+import re
 from typing import Protocol
 
 from wsserver.telemetry.errors import TelemetryConfigError
@@ -33,17 +34,22 @@ def otlp_endpoint(configured: str) -> str:
     return configured or os.environ.get(ENDPOINT_VARIABLE, "")
 
 
+def shown(endpoint: str) -> str:
+    """``endpoint`` fit to print: no ``user:password@``, at most 100 characters."""
+    return re.sub(r"^((?:[A-Za-z][\w+.-]*:)?//)?[^/@]*@", r"\1***@", endpoint)[:100]
+
+
 def start_tracing(endpoint: str, *, service_name: str) -> ResponseTracer:
     """Export spans over OTLP/HTTP (protobuf) to ``endpoint``; needs the otel extra."""
     if not endpoint.startswith(("http://", "https://")):
         raise TelemetryConfigError(
-            f"the otlp endpoint must be an http:// or https:// url, not {endpoint[:100]!r}"
+            f"the otlp endpoint must be an http:// or https:// url, not {shown(endpoint)!r}"
         )
     try:
         from wsserver.telemetry.otel import OtelResponseTracer
     except ImportError as exc:
         raise TelemetryConfigError(
-            f"an otlp endpoint is configured ({endpoint}) but opentelemetry is not "
+            f"an otlp endpoint is configured ({shown(endpoint)}) but opentelemetry is not "
             "installed: pip install 'wsserver[otel]', or unset --otlp-endpoint and "
             f"{ENDPOINT_VARIABLE}"
         ) from exc

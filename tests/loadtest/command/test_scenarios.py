@@ -64,6 +64,9 @@ def workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]
     out: dict[str, Any] = {
         "fast": start_worker(*fast, name="loadtest-target"),
         "slow": start_worker("--decode-rate=4", "--answer-tokens=40", name="loadtest-slow"),
+        # Answers of 2 s: an interrupt at the 8th token comes long before their end, on a
+        # loaded machine too.
+        "medium": start_worker("--decode-rate=10", "--answer-tokens=20", name="loadtest-medium"),
         "keyed": start_worker(
             "--auth=required", f"--api-keys-file={keys_file}", *fast, name="loadtest-keyed"
         ),
@@ -88,7 +91,8 @@ def runs(workers: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> A
     folder = tmp_path_factory.mktemp("runs")
     commands = {}
     for scenario in SCENARIOS:
-        argv = [scenario, "--url", workers["fast"].url + "/v1/native", *SMALL]
+        target = workers["medium" if scenario in ("barge-in", "mixed") else "fast"]
+        argv = [scenario, "--url", target.url + "/v1/native", *SMALL]
         argv += [*SCENARIO_FLAGS.get(scenario, []), "--report", str(folder / f"{scenario}.json")]
         if scenario != "handoff":
             argv.append("--no-baseline")
@@ -213,7 +217,8 @@ def test_the_duration_bound_cuts_a_run_that_cannot_finish(runs: Any) -> None:
     assert runs["codes"]["cut"] == 3
     report = runs["reports"]["cut"]
     assert report["cut"] is True and report["results"]["target"]["cut"] is True
-    assert report["results"]["target"]["seconds"] < 5
+    # Cut, not finished: its answers last 10 s and none completed.
+    assert report["results"]["target"]["statuses"].get("completed", 0) == 0, report["results"]
     assert "the duration bound cut the run" in " ".join(report["warnings"])
     check_report(report, runs["folder"])
 

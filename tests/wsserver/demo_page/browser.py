@@ -21,16 +21,21 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 AUDIO = Path(__file__).parents[2] / "fixtures" / "audio"
 
 
-def spoken_turn_wav(folder: Path) -> Path:
-    """A sentence, then 2.5 s of quiet: the fake microphone loops it, so the user speaks
-    a turn every few seconds (and, while an answer plays, talks over it)."""
+def spoken_turn_wav(folder: Path, speech: bytes | None = None, quiet: float = 2.5) -> Path:
+    """A sentence, then ``quiet`` seconds of silence: the fake microphone loops it, so the
+    user speaks a turn every few seconds (and, while an answer plays, talks over it).
+
+    ``speech`` is PCM16 mono at 16 kHz (default: the recorded "hello" sentence)."""
     out = folder / "turns.wav"
-    with wave.open(str(AUDIO / "speech_hello.wav")) as speech:
-        params = speech.getparams()
-        frames = speech.readframes(speech.getnframes())
+    with wave.open(str(AUDIO / "speech_hello.wav")) as recorded:
+        params = recorded.getparams()
+        frames = recorded.readframes(recorded.getnframes())
+    if speech is not None:
+        assert params.framerate == 16000 and params.nchannels == 1, params
+        frames = speech
     with wave.open(str(out), "wb") as target:
         target.setparams(params)
-        target.writeframes(frames + b"\0\0" * int(params.framerate * 2.5))
+        target.writeframes(frames + b"\0\0" * int(params.framerate * quiet))
     return out
 
 

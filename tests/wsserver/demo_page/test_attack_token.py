@@ -12,7 +12,7 @@ import pytest
 from websockets.exceptions import InvalidStatus
 
 from tests.processes import WorkerProcess
-from tests.wsserver.demo_page.test_endpoint import raw_request
+from tests.wsserver.demo_page.test_endpoint import demo_worker_for_alice, raw_request
 from tests.wsserver.frontdoor.credentials import Credentials, make_credentials
 from tests.wsserver.frontdoor.http import connect_as, http
 from wsserver.frontdoor.client_tokens import ClientTokenSigner
@@ -25,17 +25,7 @@ def creds(tmp_path_factory: pytest.TempPathFactory) -> Credentials:
 
 @pytest.fixture(scope="module")
 def worker(creds: Credentials) -> Iterator[WorkerProcess]:
-    worker = WorkerProcess(
-        "--api-keys-file",
-        creds.keys_file,
-        "--client-token-secret-file",
-        creds.token_secret_file,
-        "--demo-page",
-        "on",
-        "--demo-principal",
-        "alice",
-        name="demo-attack-token",
-    ).start()
+    worker = demo_worker_for_alice(creds, "demo-attack-token")
     yield worker
     worker.stop()
 

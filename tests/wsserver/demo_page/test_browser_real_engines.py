@@ -4,7 +4,12 @@ speaking the answers (``--stt whisper --tts piper``).
 
 Piper speaks faster than real time, so the page holds seconds of an answer's audio
 queued: talking over it must drop that queue at once (the playback worklet reports what
-it dropped, and that it played nothing after)."""
+it dropped, and that it played nothing after).
+
+The fake microphone asks for a story (a long answer, so it is still playing when the
+microphone speaks again) and then stays quiet for 8 s: Whisper on one core of a busy
+2-core machine takes about 1.2x the sentence's length to transcribe it, and speech that
+comes back before the transcript would interrupt the turn before it is heard."""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from selenium.webdriver.remote.webdriver import WebDriver
 
 from tests.processes import WorkerProcess
 from tests.wsserver.demo_page.browser import chromium, poll, spoken_turn_wav
-from tests.wsserver.speech_models import piper_voice, whisper_model
+from tests.wsserver.speech_models import piper_voice, spoken, whisper_model
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +39,8 @@ def worker() -> Iterator[WorkerProcess]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    driver = chromium(spoken_turn_wav(tmp_path_factory.mktemp("microphone")))
+    request = spoken("Please tell me a long story about a dragon.")
+    driver = chromium(spoken_turn_wav(tmp_path_factory.mktemp("microphone"), request, quiet=8.0))
     yield driver
     driver.quit()
 
@@ -77,13 +83,13 @@ def test_a_spoken_turn_is_heard_answered_aloud_and_talking_over_it_drops_the_aud
 ) -> None:
     open_page(browser, worker)
     browser.find_element(By.ID, "voice-toggle").click()
-    # Whisper heard the fake microphone's sentence ("hello ...").
+    # Whisper heard the fake microphone's sentence.
     heard = poll(
         "the transcript",
         lambda: next((t["text"] for t in view(browser) if t["text"].startswith("🎤")), None),
         60,
     )
-    assert "hello" in heard.lower(), heard
+    assert "dragon" in heard.lower(), heard
     poll("a spoken answer", lambda: any(len(t["text"]) > 10 for t in answers(browser)), 60)
     # The microphone speaks again while the answer plays: the page drops what it had
     # queued at once, and its worklet plays nothing after the flush.

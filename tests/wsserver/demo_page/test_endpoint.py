@@ -44,19 +44,19 @@ def creds(tmp_path_factory: pytest.TempPathFactory) -> Credentials:
     return make_credentials(tmp_path_factory.mktemp("demo-credentials"))
 
 
+def demo_worker_for_alice(creds: Credentials, name: str) -> WorkerProcess:
+    """A started worker with authentication on whose demo page mints tokens for alice."""
+    return WorkerProcess(
+        "--api-keys-file", creds.keys_file,
+        "--client-token-secret-file", creds.token_secret_file,
+        "--demo-page", "on", "--demo-principal", "alice",
+        name=name,
+    ).start()  # fmt: skip
+
+
 @pytest.fixture(scope="module")
 def authed_worker(creds: Credentials) -> Iterator[WorkerProcess]:
-    worker = WorkerProcess(
-        "--api-keys-file",
-        creds.keys_file,
-        "--client-token-secret-file",
-        creds.token_secret_file,
-        "--demo-page",
-        "on",
-        "--demo-principal",
-        "alice",
-        name="demo-authed",
-    ).start()
+    worker = demo_worker_for_alice(creds, "demo-authed")
     yield worker
     worker.stop()
 

@@ -1,0 +1,1 @@
+"""``python -m loadtest.capacity``: the measured figures behind ``docs/CAPACITY.md``."""
