@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.relay import ChoppingRelay
 from tests.wsserver.wire import RawClient, text_of, wait_until
@@ -29,6 +31,7 @@ def _generated(server: WorkerServer, session_id: str, response_id: str = "resp_1
     return engine.generated_by_request[f"{session_id}/{response_id}"]
 
 
+@pytest.mark.both_engines
 async def test_happy_path_through_a_relay_that_chops_the_byte_stream(
     start_server: StartServer,
 ) -> None:

@@ -21,6 +21,9 @@ from tests.wsserver.wire import RawClient, text_of, wait_until
 from wsserver.transport.fast_websocket import FastConnection, encode_text_delta, frame_header
 from wsserver.transport.websocket import Connection
 
+# The tests that start a worker run on both send paths; the codec tests on neither.
+pytestmark = pytest.mark.both_engines
+
 # Every class of character JSON escapes differently: quotes, backslash, the short
 # escapes, other control characters, DEL, non-ASCII, the line separators, astral.
 AWKWARD = [

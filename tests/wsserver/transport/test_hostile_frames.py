@@ -19,6 +19,8 @@ from tests.wsserver.conftest import StartServer
 from tests.wsserver.wire import wait_until
 from wsserver.worker.server import WorkerServer
 
+pytestmark = pytest.mark.both_engines
+
 WAIT = 10.0
 
 

@@ -7,6 +7,7 @@ import sys
 from collections import deque
 from typing import Any
 
+import pytest
 from websockets.exceptions import ConnectionClosed
 
 from protocol.session import ServerSession
@@ -30,6 +31,7 @@ async def _reference(url: str, prompt: str) -> str:
     return result.text
 
 
+@pytest.mark.both_engines
 async def test_stalled_reader_gets_merged_identical_text_and_others_keep_pace(
     start_server: StartServer,
 ) -> None:
