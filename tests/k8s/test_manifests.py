@@ -14,6 +14,7 @@ import json
 import re
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -542,6 +543,11 @@ def _final_stage() -> list[tuple[str, str]]:
     return instructions[last_from:]
 
 
+def _extras() -> set[str]:
+    with (ROOT / "pyproject.toml").open("rb") as file:
+        return set(tomllib.load(file)["project"]["optional-dependencies"])
+
+
 def test_dockerfile_installs_the_package_from_the_repository() -> None:
     instructions = _dockerfile()
     bases = [args.split()[0] for word, args in instructions if word == "FROM"]
@@ -556,7 +562,9 @@ def test_dockerfile_installs_the_package_from_the_repository() -> None:
     for source in sources:
         assert (ROOT / source).exists(), source
     runs = " ".join(args for word, args in instructions if word == "RUN")
-    assert re.search(r"pip install \.(\s|$)", runs)
+    assert re.search(r"pip install '\.\[otel\]'(\s|$)", runs), "the image can export spans"
+    assert "otel" in _extras(), "the extra the image installs exists"
+
     ignore_file = (K8S / "Dockerfile.dockerignore").read_text().splitlines()
     ignored = {line.strip().rstrip("/") for line in ignore_file if not line.startswith("#")}
     assert not sources & ignored

@@ -15,10 +15,11 @@ _PATTERNS = (
     # Authorization: Bearer <anything>, and the subprotocol form.
     (re.compile(r"(?i)(bearer\s+)[^\s,'\"]+"), r"\1" + REDACTED),
     (re.compile(r"(wsserver\.token\.)[^\s,'\"]+"), r"\1" + REDACTED),
-    # API keys, client tokens, resume tokens by their prefixes.
-    (re.compile(r"\b(wsk_|wct_|wrt_)[A-Za-z0-9_.\-]+"), r"\1" + REDACTED),
+    # API keys, client tokens, resume tokens by their prefixes, wherever they start: a
+    # word boundary would let one glued to a name through (``API_KEY_wsk_...``).
+    (re.compile(r"(wsk_|wct_|wrt_)[A-Za-z0-9_.\-]+"), r"\1" + REDACTED),
     # JWTs: three base64url parts, the first a JSON object.
-    (re.compile(r"\beyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*"), REDACTED),
+    (re.compile(r"eyJ[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]+\.[A-Za-z0-9_\-]*"), REDACTED),
     # Resume tokens inside a logged frame.
     (re.compile(r"(resume_token[\"']?\s*[:=]\s*[\"']?)[^\s,'\"}]+"), r"\1" + REDACTED),
 )

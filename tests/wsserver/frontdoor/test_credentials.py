@@ -286,6 +286,15 @@ def test_redaction_of_every_secret_form(creds: Credentials) -> None:
     assert "wsserver.v1.json" in scrubbed and '"last_seq":3' in scrubbed
 
 
+def test_redaction_of_secrets_glued_to_a_name(creds: Credentials) -> None:
+    jwt_token = creds.hs256()
+    text = f"API_KEY_{creds.alice_key} x{jwt_token} token=abc_{creds.bob_key}"
+    scrubbed = redact(text)
+    for secret in (creds.alice_key, creds.bob_key, jwt_token):
+        assert secret not in scrubbed, scrubbed
+    assert scrubbed.startswith("API_KEY_wsk_")
+
+
 def test_redacting_filter_rewrites_messages_and_tracebacks(creds: Credentials) -> None:
     record = logging.LogRecord("x", logging.ERROR, __file__, 1, "key %s", (creds.alice_key,), None)
     try:
