@@ -136,7 +136,9 @@ class SimulatedGeneration:
             return self._script[index]
         voice = self._voice
         if voice is None:
-            word = self._token_hash(index) % len(_VOCABULARY)
+            # _token_hash, inline: once per token.
+            mixed = ((self._seed + index) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+            word = (mixed ^ (mixed >> 29)) % len(_VOCABULARY)
             return _FIRST_CHUNKS[word] if index == 0 else _NEXT_CHUNKS[word]
         text = self.token_text(index)
         return OutputChunk(text, 1, voice.speak(self._token_hash(index) >> 7), voice.chunk_ms)
@@ -149,7 +151,13 @@ class SimulatedGeneration:
             tokens = chunk.tokens
             if tokens:
                 self._tokens += tokens
-                self._engine.count_token(self)
+                # The engine's counts (total, and per request while it is remembered).
+                engine = self._engine
+                engine.tokens_generated += 1
+                counts = engine.generated_by_request
+                rid = self.request_id
+                if rid in counts:
+                    counts[rid] += 1
             self._sink.on_output(chunk)
         if self._finish is None and self._generated >= self._target:
             self._finish = FinishReason.LENGTH if self._length_limited else self._finish_with
@@ -210,14 +218,6 @@ class SimulatedEngine:
         self._admit(asyncio.get_running_loop().time())
         self._wakeup.set()
         return generation
-
-    def count_token(self, generation: SimulatedGeneration) -> None:
-        """Bookkeeping for every token produced."""
-        self.tokens_generated += 1
-        counts = self.generated_by_request
-        rid = generation.request_id
-        if rid in counts:
-            counts[rid] += 1
 
     def release(self, generation: SimulatedGeneration) -> None:
         """Free a slot (or a queue place) at once."""
