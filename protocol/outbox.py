@@ -6,7 +6,7 @@ from collections import deque
 from typing import TypeVar
 
 from protocol.events import OUTPUT_JSON_DELTA, TOOL_CALL_DELTA, AudioDelta, Event, TextDelta
-from protocol.replay import memory_of
+from protocol.replay import EVENT_MEMORY_BYTES, memory_of
 
 MAX_MERGED_BYTES = 16 * 1024
 """A merged delta stops growing here, so one frame (and one replay entry) stays small."""
@@ -55,15 +55,20 @@ class Outbox:
 
     def push_text(self, response_id: str, text: str, tokens: int) -> None:
         """Queue a text delta, merging it into a queued delta of the same response."""
-        target = self._merge_target(TextDelta, response_id, MAX_MERGED_BYTES)
-        if target is not None:
-            target.merge(text, tokens)
-            if len(target.parts) >= _MAX_PIECES:
-                target.parts[:] = ["".join(target.parts)]
-            self.merged += 1
-            self._grow(len(text))
-            return
-        self.push(TextDelta(response_id, text, tokens))
+        queue = self._queue
+        # A reader that keeps up leaves the queue empty: nothing to merge into.
+        if queue:
+            target = self._merge_target(TextDelta, response_id, MAX_MERGED_BYTES)
+            if target is not None:
+                target.merge(text, tokens)
+                if len(target.parts) >= _MAX_PIECES:
+                    target.parts[:] = ["".join(target.parts)]
+                self.merged += 1
+                self._grow(len(text))
+                return
+        delta = TextDelta(response_id, text, tokens)
+        queue.append(delta)
+        self._grow(delta.size + EVENT_MEMORY_BYTES)  # memory_of(delta), once per token
 
     def push_audio(
         self, response_id: str, stream_id: int, audio: bytes, duration_ms: float
@@ -109,7 +114,7 @@ class Outbox:
         if not self._queue:
             return None
         event = self._queue.popleft()
-        self.nbytes -= memory_of(event)
+        self.nbytes -= event.size + EVENT_MEMORY_BYTES  # memory_of(event), once per frame
         return event
 
     def drop_response(self, response_id: str) -> int:

@@ -83,13 +83,12 @@ class ReplayBuffer:
         """Keep a just-sequenced event; its seq must follow the last one."""
         if event.seq != self.last_seq + 1:
             raise ValueError(f"seq {event.seq} does not follow {self.last_seq}")
-        self._events.append(event)
-        self._bytes += memory_of(event)
+        events = self._events
+        events.append(event)
+        self._bytes += event.size + EVENT_MEMORY_BYTES  # memory_of(event), once per frame
         self.last_seq = event.seq
-        while self._events and (
-            len(self._events) > self.max_events or self._bytes > self.max_bytes
-        ):
-            old = self._events.popleft()
+        while events and (len(events) > self.max_events or self._bytes > self.max_bytes):
+            old = events.popleft()
             self._bytes -= memory_of(old)
             if old.seq > self.acked_seq:
                 self.forgotten_unacked += 1

@@ -76,8 +76,9 @@ from protocol.session.session_update import response_overrides
 from protocol.session.state import ServerSession
 from protocol.session.turns import TurnTaking
 
-_WAKE_ALONE: tuple[Effect] = (WAKE,)
-"""The answer to most engine chunks, shared (see :meth:`SessionCore.output`)."""
+WAKE_ALONE: tuple[Effect] = (WAKE,)
+"""The answer to most engine chunks, shared (see :meth:`SessionCore.output`): a
+runtime may test for it by identity and wake its writer without the effect table."""
 
 
 class SessionCore:
@@ -196,8 +197,8 @@ class SessionCore:
         effects = self._effects
         if effects is None:
             # The common answer (a token: wake the writer) shares one tuple.
-            self._effects = _WAKE_ALONE if effect is WAKE else [effect]
-        elif effects is _WAKE_ALONE:
+            self._effects = WAKE_ALONE if effect is WAKE else [effect]
+        elif effects is WAKE_ALONE:
             self._effects = [WAKE, effect]
         else:
             assert isinstance(effects, list)

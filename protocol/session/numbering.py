@@ -55,8 +55,9 @@ def number_next(session: NumberedParts) -> Event | None:
             event.fields["audio_ms"] = round(response.audio_sent_ms)
         del session.responses[response.id]
         session.settled.append(response)
-    event.seq = session.replay.last_seq + 1
-    session.replay.append(event)
+    replay = session.replay
+    event.seq = replay.last_seq + 1
+    replay.append(event)
     if session.keep_unpersisted:
         session.unpersisted.append(event)
     return event

@@ -31,7 +31,7 @@ from protocol.session.history import (
     take_continued_turn,
     trim_history,
 )
-from protocol.session.lifecycle import Trigger
+from protocol.session.lifecycle import Phase, Trigger
 from protocol.session.numbering import number_next
 from protocol.session.responses import ResponseState, ResponseStatus, SessionLimits
 from protocol.session.structured_output import parse_structured_output
@@ -208,7 +208,7 @@ class ServerSession:
         """Queue generated text (and the audio that speaks it) of a running response."""
         response.generated_tokens += tokens
         self.usage.output_tokens_generated += tokens
-        if response.done:
+        if response.phase is Phase.ENDED:  # response.done, without the property call
             # Output that raced with an abort: counted, never sent.
             return
         if text:

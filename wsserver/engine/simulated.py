@@ -47,6 +47,11 @@ big high such follow act why ask men change went light kind off need house pictu
 again
 """
 _VOCABULARY = tuple(_VOCABULARY_TEXT.split())
+# Text-only tokens as shared chunks (frozen, so safe to share): a token costs no
+# string concatenation and no dataclass construction. The first token of an
+# answer has no leading space.
+_FIRST_CHUNKS = tuple(OutputChunk(word, 1) for word in _VOCABULARY)
+_NEXT_CHUNKS = tuple(OutputChunk(" " + word, 1) for word in _VOCABULARY)
 
 _HISTORY_SIZE = 10_000
 _YIELD_EVERY = 32
@@ -75,6 +80,7 @@ class SimulatedGeneration:
     ) -> None:
         self._engine = engine
         self.request = request
+        self.request_id = request.request_id
         self._sink = sink
         self._input_tokens = count_prompt_tokens(request.prompt)
         seed_text = request.prompt[-1].text if request.prompt else ""
@@ -128,10 +134,13 @@ class SimulatedGeneration:
     def _chunk(self, index: int) -> OutputChunk:
         if self._script is not None:
             return self._script[index]
-        text = self.token_text(index)
         voice = self._voice
         if voice is None:
-            return OutputChunk(text, 1)
+            # _token_hash, inline: once per token.
+            mixed = ((self._seed + index) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+            word = (mixed ^ (mixed >> 29)) % len(_VOCABULARY)
+            return _FIRST_CHUNKS[word] if index == 0 else _NEXT_CHUNKS[word]
+        text = self.token_text(index)
         return OutputChunk(text, 1, voice.speak(self._token_hash(index) >> 7), voice.chunk_ms)
 
     def step(self) -> bool:
@@ -139,9 +148,16 @@ class SimulatedGeneration:
         if self._target > 0:
             chunk = self._chunk(self._offset + self._generated)
             self._generated += 1
-            if chunk.tokens:
-                self._tokens += chunk.tokens
-                self._engine.count_token(self)
+            tokens = chunk.tokens
+            if tokens:
+                self._tokens += tokens
+                # The engine's counts (total, and per request while it is remembered).
+                engine = self._engine
+                engine.tokens_generated += 1
+                counts = engine.generated_by_request
+                rid = self.request_id
+                if rid in counts:
+                    counts[rid] += 1
             self._sink.on_output(chunk)
         if self._finish is None and self._generated >= self._target:
             self._finish = FinishReason.LENGTH if self._length_limited else self._finish_with
@@ -203,13 +219,6 @@ class SimulatedEngine:
         self._wakeup.set()
         return generation
 
-    def count_token(self, generation: SimulatedGeneration) -> None:
-        """Bookkeeping for every token produced."""
-        self.tokens_generated += 1
-        rid = generation.request.request_id
-        if rid in self.generated_by_request:
-            self.generated_by_request[rid] += 1
-
     def release(self, generation: SimulatedGeneration) -> None:
         """Free a slot (or a queue place) at once."""
         if generation in self._running:
@@ -228,17 +237,28 @@ class SimulatedEngine:
             "steps": self.steps,
         }
 
-    def _step(self, generation: SimulatedGeneration) -> bool:
-        try:
-            return generation.step()
-        except Exception:
-            # A failing sink must not stop the loop that serves every other request.
-            log.exception("output of %s failed; aborting it", generation.request.request_id)
-            generation.abort()
-            # And the request still ends for its owner (a response must get its done).
-            with contextlib.suppress(Exception):
-                generation.fail()
-            return False
+    def _failed(self, generation: SimulatedGeneration) -> None:
+        # A failing sink must not stop the loop that serves every other request.
+        log.exception("output of %s failed; aborting it", generation.request.request_id)
+        generation.abort()
+        # And the request still ends for its owner (a response must get its done).
+        with contextlib.suppress(Exception):
+            generation.fail()
+
+    def _step_batch(self, batch: list[SimulatedGeneration], now: float) -> bool:
+        """One decode step for each ready generation of ``batch``; whether any finished."""
+        finished = False
+        for generation in batch:  # once per token: no call but the step itself
+            if generation.ready_at > now or generation.finish_reason is not None:
+                continue
+            try:
+                alive = generation.step()
+            except Exception:
+                self._failed(generation)
+                alive = False
+            if not alive:
+                finished = True
+        return finished
 
     def _admit(self, now: float) -> None:
         config = self.config
@@ -267,15 +287,15 @@ class SimulatedEngine:
                 next_step = now + interval
             self.steps += 1
             finished = False
-            for index, generation in enumerate(list(self._running)):
-                ready = generation.ready_at <= now and generation.finish_reason is None
-                if ready and not self._step(generation):
-                    finished = True
-                if index % _YIELD_EVERY == _YIELD_EVERY - 1:
+            running = list(self._running)
+            for start in range(0, len(running), _YIELD_EVERY):
+                if start:
                     # The batch's output wakes a writer per session; letting them (and
                     # any interrupt that arrived) run now keeps control from queueing
                     # behind the output of a thousand sessions.
                     await asyncio.sleep(0)
+                if self._step_batch(running[start : start + _YIELD_EVERY], now):
+                    finished = True
             if finished:
                 self._running = [g for g in self._running if g.finish_reason is None]
                 self._admit(now)

@@ -1,7 +1,7 @@
 """Times one session's responses: first token, token gaps, stop and barge-in latency.
 
 One :class:`SessionMeter` per session runtime; the runtime calls it at the points
-where these things happen. Per token it does one clock read and one observe on a
+where these things happen. Per token it does one observe (at the runtime's clock read) on a
 histogram without labels; everything else happens once per response or message.
 With ``--metrics off`` every runtime shares :data:`NO_METER`, whose calls do nothing.
 """
@@ -25,8 +25,9 @@ class NoMeter:
     def generation_started(self) -> None:
         """An engine request was submitted."""
 
-    def chunk(self) -> None:
-        """The running engine request produced a chunk (once per token)."""
+    def chunk(self, now: float) -> None:
+        """The running engine request produced a chunk at ``now`` (``time.monotonic``;
+        once per token, so the caller's clock read is shared)."""
 
     def stop_requested(self, kind: str) -> None:
         """The client asked to stop the running response (``interrupt``/``cancel``)."""
@@ -76,8 +77,7 @@ class SessionMeter(NoMeter):
         self._start = monotonic()
         self._last = _NEVER
 
-    def chunk(self) -> None:
-        now = monotonic()
+    def chunk(self, now: float) -> None:
         last = self._last
         if last != _NEVER:
             self._inter_token.observe(now - last)

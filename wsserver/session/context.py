@@ -78,14 +78,16 @@ class EngineInputs(Protocol):
 class ResponseSink:
     """Turns one generation's output into inputs of the core."""
 
-    __slots__ = ("_response_id", "_runtime")
+    __slots__ = ("_output", "_response_id", "_runtime")
 
     def __init__(self, runtime: EngineInputs, response_id: str) -> None:
         self._runtime = runtime
         self._response_id = response_id
+        # Bound once: on_output runs once per token.
+        self._output = runtime.engine_output
 
     def on_output(self, chunk: OutputChunk) -> None:
-        self._runtime.engine_output(self._response_id, chunk)
+        self._output(self._response_id, chunk)
 
     def on_finish(self, reason: FinishReason) -> None:
         self._runtime.engine_finished(self._response_id, reason)

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from time import monotonic
 from typing import Any
 
 from protocol.codes import CloseCode, ErrorCode
@@ -22,6 +23,7 @@ from protocol.errors import ProtocolViolation
 from protocol.events import Event
 from protocol.messages import AudioSettings
 from protocol.session import ServerSession, SessionCore
+from protocol.session.core import WAKE_ALONE
 from protocol.session.effects import (
     CommitInputAudio,
     ConfigureVoice,
@@ -47,6 +49,7 @@ from protocol.session.inputs import (
     TransportAttached,
     TransportDeparted,
 )
+from protocol.session.numbering import number_next
 from protocol.session.responses import ResponseState
 from wsserver.engine.base import EngineOverloaded, FinishReason, Generation, OutputChunk
 from wsserver.frontdoor.principal import ANONYMOUS_ID
@@ -241,10 +244,11 @@ class SessionRuntime:
 
     def next_event(self) -> Event | None:
         """The next event for the transport to send, numbered (and kept for replay)."""
-        event = self.core.session.next_event()
-        if event is not None:
-            # Numbered events go to the store in the next batch, sent or not.
-            self.events_numbered()
+        # Once per frame: straight to the numbering (ServerSession.next_event's body).
+        event = number_next(self.core.session)
+        if event is not None and self.journal.log_events:
+            # Numbered events go to the shared store's log in the next batch, sent or not.
+            self.context.persister.mark(self)
         return event
 
     @property
@@ -303,9 +307,17 @@ class SessionRuntime:
         """Engine output of a running response (pushed from the engine, no task hop)."""
         self.telemetry.output(response_id)
         try:
-            self.meter.chunk()
+            now = monotonic()  # one clock read per token, shared by the meter and the core
+            self.meter.chunk(now)
             # Once per token: the core's allocation-free entry for EngineOutput.
-            self.execute(self.core.output(response_id, chunk, time.monotonic(), self._generation))
+            effects = self.core.output(response_id, chunk, now, self._generation)
+            if effects is WAKE_ALONE:
+                # Most tokens only wake the writer: no walk through the effect table.
+                transport = self.transport
+                if transport is not None:
+                    transport.wake()
+            else:
+                self.execute(effects)
         except Exception:
             self._failed(response_id, "output")
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 from tests.wsserver.metrics.scrape import parse, value
 from wsserver.metrics import labels, render, worker_metrics
 from wsserver.metrics.meter import NO_METER
@@ -23,8 +27,9 @@ def test_the_meter_times_a_barge_in_and_a_stop_once_each() -> None:
     metrics = worker_metrics()
     meter = metrics.session_meter()
     meter.generation_started()
-    for _ in range(5):
-        meter.chunk()
+    start = time.monotonic()
+    for step in range(5):
+        meter.chunk(start + step * 0.25)  # the runtime's clock read, shared
     meter.speech_started()
     meter.speech_started()  # the first onset counts
     meter.stop_requested("response.cancel")
@@ -34,6 +39,8 @@ def test_the_meter_times_a_barge_in_and_a_stop_once_each() -> None:
     samples = parse(render(metrics.registry).decode())
     assert value(samples, "wsserver_ttft_seconds_count") == 1
     assert value(samples, "wsserver_inter_token_seconds_count") == 4
+    # The gaps are measured between the times the runtime passed in.
+    assert value(samples, "wsserver_inter_token_seconds_sum") == pytest.approx(1.0)
     assert value(samples, "wsserver_barge_in_seconds_count") == 1
     stops = value(samples, "wsserver_stop_latency_seconds_count", kind="response.cancel")
     assert stops == 1
