@@ -9,7 +9,9 @@ The same class bounds the closing handshake on the receiving side: websockets
 enforces its close timeout only inside ``send``/``ping``, so a peer that sent a bad
 frame (1002, 1007, 1009) and then kept its TCP connection open would hold the
 connection and its session until the next keepalive ping; here it is cut at the
-close deadline.
+close deadline. So is a ping flooder that stopped reading: the 4005 close frame
+waits behind its unread output, and ``close`` only starts its timeout once that
+has drained.
 """
 
 from __future__ import annotations
@@ -58,10 +60,16 @@ def control_frame_limited(rate: float, burst: int) -> type[ServerConnection]:
             ):
                 # The pongs already queued go out first; none is answered once the
                 # close frame is sent.
-                self._closing_flood = self.loop.create_task(
-                    self.close(CloseCode.FLOOD, "too many pings")
-                )
+                self._closing_flood = self.loop.create_task(self._close_for_flood())
             super().process_event(event)
+
+        async def _close_for_flood(self) -> None:
+            # close() waits for the write buffer to drain before its own timeout
+            # starts: a flooder that never reads would hold the connection (and its
+            # session) until the next keepalive ping. Cut it at the close timeout.
+            if self._cut is None and self.close_timeout is not None:
+                self._cut = self.loop.call_later(self.close_timeout, self.transport.abort)
+            await self.close(CloseCode.FLOOD, "too many pings")
 
         def _unasked(self, frame: Frame) -> bool:
             """A ping, or a pong that answers none of our pings (heartbeats don't count)."""
