@@ -9,9 +9,9 @@ The same class bounds the closing handshake on the receiving side: websockets
 enforces its close timeout only inside ``send``/``ping``, so a peer that sent a bad
 frame (1002, 1007, 1009) and then kept its TCP connection open would hold the
 connection and its session until the next keepalive ping; here it is cut at the
-close deadline. So is a ping flooder that stopped reading: the 4005 close frame
-waits behind its unread output, and ``close`` only starts its timeout once that
-has drained.
+close deadline. So is every close sent while the peer reads nothing (a 1007 found
+by ``recv``, the 4005 of a ping flood): websockets starts that close's timeout only
+once the write buffer has drained, which for such a peer is never.
 """
 
 from __future__ import annotations
@@ -42,6 +42,16 @@ def control_frame_limited(rate: float, burst: int) -> type[ServerConnection]:
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
+            self._cut_at_deadline()
+
+        def send_data(self) -> None:
+            super().send_data()
+            # A close sent from a coroutine (close(), recv()'s 1007, the 4005 below)
+            # waits for the write buffer to drain before its timeout starts: a peer
+            # that stopped reading would hold the connection forever.
+            self._cut_at_deadline()
+
+        def _cut_at_deadline(self) -> None:
             deadline = self.close_deadline
             if self._cut is None and deadline is not None and self.protocol.state is State.CLOSING:
                 self._cut = self.loop.call_at(deadline, self.transport.abort)
@@ -60,16 +70,10 @@ def control_frame_limited(rate: float, burst: int) -> type[ServerConnection]:
             ):
                 # The pongs already queued go out first; none is answered once the
                 # close frame is sent.
-                self._closing_flood = self.loop.create_task(self._close_for_flood())
+                self._closing_flood = self.loop.create_task(
+                    self.close(CloseCode.FLOOD, "too many pings")
+                )
             super().process_event(event)
-
-        async def _close_for_flood(self) -> None:
-            # close() waits for the write buffer to drain before its own timeout
-            # starts: a flooder that never reads would hold the connection (and its
-            # session) until the next keepalive ping. Cut it at the close timeout.
-            if self._cut is None and self.close_timeout is not None:
-                self._cut = self.loop.call_later(self.close_timeout, self.transport.abort)
-            await self.close(CloseCode.FLOOD, "too many pings")
 
         def _unasked(self, frame: Frame) -> bool:
             """A ping, or a pong that answers none of our pings (heartbeats don't count)."""

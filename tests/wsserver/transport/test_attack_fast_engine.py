@@ -24,7 +24,7 @@ from websockets.typing import Subprotocol
 
 from protocol.encoding import JSON_SUBPROTOCOL, MSGPACK_SUBPROTOCOL
 from tests.wsserver.conftest import StartServer, url_of
-from tests.wsserver.transport.test_hostile_frames import RawSocket
+from tests.wsserver.transport.test_hostile_frames import HOSTILE, RawSocket
 from tests.wsserver.wire import RawClient, text_of, wait_until
 from wsserver.session.runtime import SessionRuntime
 from wsserver.worker.server import WorkerServer
@@ -390,3 +390,20 @@ async def test_a_close_frame_during_the_replay_of_a_resume_ends_the_session(
     await wait_until(lambda: ready["session_id"] not in server.sessions, timeout=WAIT)
     seqs = _seqs(again)
     assert seqs == list(range(1, len(seqs) + 1))
+
+
+@BOTH
+@pytest.mark.parametrize("case", ["rsv2", "invalid utf-8 text", "oversize frame"])
+async def test_a_hostile_frame_from_a_paused_reader_is_cut_at_the_close_deadline(
+    start_server: StartServer, case: str
+) -> None:
+    server = await start_server(**{**STALL, "answer_tokens": 50_000}, max_frame_bytes=4096)
+    client = await _stalled_client(url_of(server), subprotocol=JSON_SUBPROTOCOL)
+    ready = await client.start()
+    runtime = await _stall_mid_answer(server, client)
+    client.ws.transport.write(HOSTILE[case][0])  # bytes of the test's own making
+    # Its close frame waits behind the unread output; the connection is cut regardless.
+    await wait_until(lambda: not server.connections, timeout=WAIT)
+    assert runtime.transport is None
+    assert server.sessions.get(ready["session_id"]) in (None, runtime)
+    client.abort()
