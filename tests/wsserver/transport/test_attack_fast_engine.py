@@ -151,7 +151,7 @@ STALL = {
     "answer_tokens": 800,
     "socket_send_buffer": 8192,
     "write_limit": 4096,
-    "close_timeout": 0.3,
+    "close_timeout": 0.15,
 }
 
 
@@ -327,9 +327,9 @@ async def test_a_client_that_half_closes_tcp_mid_answer_can_resume(
 async def test_a_reader_that_stops_forever_is_closed_at_the_bound_and_let_go(
     start_server: StartServer,
 ) -> None:
-    bound = 8192
+    bound = 4096
     server = await start_server(
-        **{**STALL, "answer_tokens": 2000},
+        **{**STALL, "answer_tokens": 2000, "decode_rate": 20_000.0},
         outbox_max_bytes=bound,
         slow_consumer_close_timeout=0.3,
     )
@@ -374,7 +374,8 @@ async def test_a_ping_flood_from_a_paused_reader_is_let_go(start_server: StartSe
 async def test_a_close_frame_during_the_replay_of_a_resume_ends_the_session(
     start_server: StartServer,
 ) -> None:
-    server = await start_server(**{**STALL, "answer_tokens": 2000})
+    # Time enough to read the whole replay before the close frame.
+    server = await start_server(**{**STALL, "answer_tokens": 2000, "close_timeout": 2.0})
     url = url_of(server)
     first = await RawClient.connect(url)
     ready = await first.start()
@@ -393,7 +394,8 @@ async def test_a_close_frame_during_the_replay_of_a_resume_ends_the_session(
 
 
 @BOTH
-@pytest.mark.parametrize("case", ["rsv2", "invalid utf-8 text", "oversize frame"])
+# Found while parsing (rsv2), and found by recv() afterwards (utf-8): two close paths.
+@pytest.mark.parametrize("case", ["rsv2", "invalid utf-8 text"])
 async def test_a_hostile_frame_from_a_paused_reader_is_cut_at_the_close_deadline(
     start_server: StartServer, case: str
 ) -> None:
