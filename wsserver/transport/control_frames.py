@@ -9,7 +9,9 @@ The same class bounds the closing handshake on the receiving side: websockets
 enforces its close timeout only inside ``send``/``ping``, so a peer that sent a bad
 frame (1002, 1007, 1009) and then kept its TCP connection open would hold the
 connection and its session until the next keepalive ping; here it is cut at the
-close deadline.
+close deadline. So is every close sent while the peer reads nothing (a 1007 found
+by ``recv``, the 4005 of a ping flood): websockets starts that close's timeout only
+once the write buffer has drained, which for such a peer is never.
 """
 
 from __future__ import annotations
@@ -40,6 +42,16 @@ def control_frame_limited(rate: float, burst: int) -> type[ServerConnection]:
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
+            self._cut_at_deadline()
+
+        def send_data(self) -> None:
+            super().send_data()
+            # A close sent from a coroutine (close(), recv()'s 1007, the 4005 below)
+            # waits for the write buffer to drain before its timeout starts: a peer
+            # that stopped reading would hold the connection forever.
+            self._cut_at_deadline()
+
+        def _cut_at_deadline(self) -> None:
             deadline = self.close_deadline
             if self._cut is None and deadline is not None and self.protocol.state is State.CLOSING:
                 self._cut = self.loop.call_at(deadline, self.transport.abort)

@@ -119,10 +119,15 @@ class FastConnection(Connection):
     def _write_ready(self) -> None:
         """Write every frame that is ready, until the transport's buffer is full."""
         ws = self.ws
+        transport = ws.transport
         control = self._control
         while True:
             if ws.protocol.state is not State.OPEN:
                 self._cut_at_deadline()
+                return
+            if transport.is_closing():
+                # A write failed (the peer reset the connection): asyncio drops every
+                # later write with a warning, and connection_lost is already on its way.
                 return
             if ws.paused:
                 self._drain_task = self._loop.create_task(self._after_drain())
