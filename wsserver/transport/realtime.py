@@ -56,7 +56,7 @@ from protocol.session.inputs import Departure
 from wsserver.frontdoor.principal_limits import message_allowance
 from wsserver.transport.base import ConnectionHost, SessionEndpoint
 from wsserver.transport.realtime_configs import KEPT_CONFIGS
-from wsserver.transport.websocket import Connection
+from wsserver.transport.websocket import MAX_QUEUED_CONTROL, Connection
 
 log = logging.getLogger(__name__)
 
@@ -70,11 +70,6 @@ MIN_CHUNK_BYTES = SAMPLE_RATE * 2 // 100
 
 RETRYABLE_REFUSALS = frozenset({"store_unavailable"})
 """Refused resumes worth retrying: closed 1013 (the SDK reconnects); others 1008."""
-
-
-MAX_QUEUED_ANSWERS = 4096
-"""Unsent connection messages (the dialect's answers, errors) before a close 4000: the
-outbox bounds session events only, and every client event can queue an answer."""
 
 
 class RealtimeConnection(Connection):
@@ -217,8 +212,9 @@ class RealtimeConnection(Connection):
     # -- Realtime client events → native ---------------------------------
 
     async def _on_data(self, frame: str | bytes) -> None:
-        if len(self._control) >= MAX_QUEUED_ANSWERS:
-            # Far above what a message burst queues while the client reads.
+        if len(self._control) >= MAX_QUEUED_CONTROL:
+            # Every client event can queue an answer here (the outbox bounds session
+            # events only): far above what a burst queues while the client reads.
             self.close_slow_consumer("slow consumer: answers not read; resume")
             return
         dialect, runtime = self.dialect, self.runtime

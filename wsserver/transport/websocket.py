@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Connection-level answers (pongs, errors before a session) queued for a client that
+# does not read them; ~1 MiB of small dicts at most. A reading client has a few.
+MAX_QUEUED_CONTROL = 4096
+
 
 class Connection:
     """Reader and writer tasks of one client connection."""
@@ -109,7 +113,15 @@ class Connection:
             waiter.set_result(None)
 
     def send_control(self, message: dict[str, Any]) -> None:
-        """Queue a connection-level message (ahead of session events)."""
+        """Queue a connection-level message (ahead of session events).
+
+        The queue is bounded: a client that keeps asking (application pings, messages
+        refused before a session) and reads none of the answers is closed with 4000,
+        as one whose outbox passed its bound, instead of growing the queue forever.
+        """
+        if len(self._control) >= MAX_QUEUED_CONTROL:
+            self.close_slow_consumer("slow consumer: answers not read; resume")
+            return
         self._control.append(message)
         self.wake()
 

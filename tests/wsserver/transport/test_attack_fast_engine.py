@@ -27,6 +27,7 @@ from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.transport.test_hostile_frames import HOSTILE, RawSocket
 from tests.wsserver.wire import RawClient, text_of, wait_until
 from wsserver.session.runtime import SessionRuntime
+from wsserver.transport.websocket import MAX_QUEUED_CONTROL
 from wsserver.worker.server import WorkerServer
 
 BOTH = pytest.mark.both_engines
@@ -408,4 +409,32 @@ async def test_a_hostile_frame_from_a_paused_reader_is_cut_at_the_close_deadline
     await wait_until(lambda: not server.connections, timeout=WAIT)
     assert runtime.transport is None
     assert server.sessions.get(ready["session_id"]) in (None, runtime)
+    client.abort()
+
+
+@BOTH
+async def test_a_client_that_sends_pings_and_reads_no_pong_is_closed_at_the_bound(
+    start_server: StartServer,
+) -> None:
+    # Each application ping queues a pong; a client that reads none of them must not
+    # grow that queue without bound (the outbox bounds session events only).
+    server = await start_server(
+        max_messages_per_second=100_000.0,
+        max_message_burst=100_000,
+        socket_send_buffer=8192,
+        slow_consumer_close_timeout=0.3,
+    )
+    client = await _stalled_client(url_of(server), subprotocol=JSON_SUBPROTOCOL)
+    await client.start()
+    client.ws.transport.pause_reading()
+    (connection,) = server.connections
+    try:
+        for index in range(2 * MAX_QUEUED_CONTROL):
+            await client.ws.send(json.dumps({"type": "ping", "id": f"p{index}"}))
+    except ConnectionClosed:
+        pass
+    # Past the bound the worker closes (4000, unread here) and cuts TCP at the deadline.
+    await wait_until(lambda: not server.connections, timeout=WAIT)
+    assert connection._closing
+    assert len(connection._control) <= MAX_QUEUED_CONTROL
     client.abort()
