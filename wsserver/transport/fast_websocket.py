@@ -5,9 +5,10 @@ sends (frame parsing, masking, RSV bits, UTF-8, message size across fragments,
 control-frame answers, keepalive pings, the closing handshake): those checks and
 close codes are unchanged. What changes is the hot path, one frame per token:
 
-* no writer task: :meth:`FastConnection.wake` schedules one flush callback on the
-  loop, which pulls every ready event from the runtime and writes its frame to the
-  transport at once (one callback per wake instead of a task wake-up per frame);
+* no writer task: :meth:`FastConnection.wake` queues a flush, which pulls every ready
+  event from the runtime and writes its frame to the transport at once; every
+  connection woken in one loop turn (a decode step's tokens) is flushed by one loop
+  callback (:mod:`wsserver.transport.flush_queue`), not a task wake-up per frame;
 * no asyncio send layer: the frame header is built here and the frame goes to
   ``transport.write`` directly (websockets' ``send`` costs ~9 µs a frame in locks,
   futures and its sans-I/O frame object);
@@ -36,6 +37,7 @@ from protocol.encoding import JSON_SUBPROTOCOL
 from protocol.event_repair import EventNotEncodable, void_event
 from protocol.events import TEXT_DELTA, Event, TextDelta
 from wsserver.transport.base import ConnectionHost
+from wsserver.transport.flush_queue import flush_queue
 from wsserver.transport.websocket import Connection, _describe
 
 log = logging.getLogger(__name__)
@@ -70,11 +72,21 @@ def encode_text_delta(event: TextDelta) -> bytes:
 class FastConnection(Connection):
     """A native connection whose session events are written by a loop callback."""
 
-    __slots__ = ("_cut", "_drain_task", "_flush_scheduled", "_json", "_live", "_loop", "_plain")
+    __slots__ = (
+        "_cut",
+        "_drain_task",
+        "_flush_scheduled",
+        "_flushes",
+        "_json",
+        "_live",
+        "_loop",
+        "_plain",
+    )
 
     def __init__(self, ws: ServerConnection, server: ConnectionHost) -> None:
         super().__init__(ws, server)
         self._loop = asyncio.get_running_loop()
+        self._flushes = flush_queue(self._loop)
         self._flush_scheduled = False
         self._live = False
         self._drain_task: asyncio.Task[None] | None = None
@@ -84,10 +96,11 @@ class FastConnection(Connection):
         self._plain = not ws.protocol.extensions
 
     def wake(self) -> None:
-        """Something is ready to send: flush once, soon (coalesces a burst of wakes)."""
+        """Something is ready to send: flush once, soon (coalesces a burst of wakes, and
+        joins the other connections woken in this loop turn in one callback)."""
         if not self._flush_scheduled and self._live:
             self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+            self._flushes.add(self._flush)
 
     async def _write_loop(self) -> None:
         """No writer task work: mark the connection live and wait to be cancelled."""
