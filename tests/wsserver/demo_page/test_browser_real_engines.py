@@ -6,10 +6,12 @@ Piper speaks faster than real time, so the page holds seconds of an answer's aud
 queued: talking over it must drop that queue at once (the playback worklet reports what
 it dropped, and that it played nothing after).
 
-The fake microphone asks for a story (a long answer, so it is still playing when the
-microphone speaks again) and then stays quiet for 8 s: Whisper on one core of a busy
-2-core machine takes about 1.2x the sentence's length to transcribe it, and speech that
-comes back before the transcript would interrupt the turn before it is heard."""
+The fake microphone asks for a story and then stays quiet for 20 s, so that the answer's
+audio has started when it speaks again, however busy the machine: on a loaded 2-core
+machine the transcript (Whisper: ~1.2x the sentence's length), the first clause from
+SmolLM2 and its speech take up to ~10 s, and speech that comes back before the audio
+interrupts the turn with nothing queued to drop. The story (up to 120 tokens, ~30 s
+spoken) is still playing then."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def worker() -> Iterator[WorkerProcess]:
     piper_voice(), whisper_model()  # fetched and checked once, before the worker needs them
     worker = WorkerProcess(
         "--auth", "none", "--engine", "local", "--local-parallel=1",
-        "--stt", "whisper", "--tts", "piper", "--max-output-tokens", "80",
+        "--stt", "whisper", "--tts", "piper", "--max-output-tokens", "120",
         name="demo-real-engines",
     ).start(timeout=120)  # fmt: skip
     yield worker
@@ -40,7 +42,7 @@ def worker() -> Iterator[WorkerProcess]:
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
     request = spoken("Please tell me a long story about a dragon.")
-    driver = chromium(spoken_turn_wav(tmp_path_factory.mktemp("microphone"), request, quiet=8.0))
+    driver = chromium(spoken_turn_wav(tmp_path_factory.mktemp("microphone"), request, quiet=20.0))
     yield driver
     driver.quit()
 
