@@ -238,8 +238,8 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     ws_engine: Literal["websockets", "fast"] = Field(
         "websockets",
         description="send path of native sessions: 'websockets' (its asyncio send, a writer task "
-        "per connection) or 'fast' (frames written from one loop callback per wake, orjson text "
-        "deltas; websockets still parses and checks what clients send)",
+        "per connection) or 'fast' (frames written from one loop callback per loop turn, "
+        "orjson text deltas; websockets still parses and checks what clients send)",
     )
     metrics: Literal["on", "off"] = Field(
         "on",
