@@ -181,12 +181,8 @@ OpenSession = Callable[..., Awaitable[Driver]]
 
 
 @pytest.fixture(params=["memory", "websocket"])
-async def open_session(
-    request: pytest.FixtureRequest, ws_engine: str
-) -> AsyncIterator[OpenSession]:
+async def open_session(request: pytest.FixtureRequest) -> AsyncIterator[OpenSession]:
     """Open sessions on a worker over the transport under test; dropped after the test."""
-    if request.param == "memory" and ws_engine != "websockets" and _over_engines(request):
-        pytest.skip("the memory transport has no send path: its websockets run covers it")
     kind = MemoryDriver if request.param == "memory" else WebSocketDriver
     drivers: list[Driver] = []
 
@@ -198,11 +194,6 @@ async def open_session(
     yield factory
     for driver in drivers:
         await driver.drop()
-
-
-def _over_engines(request: pytest.FixtureRequest) -> bool:
-    callspec = getattr(request.node, "callspec", None)
-    return callspec is not None and "ws_engine" in callspec.params
 
 
 def _gap_free(events: list[dict[str, Any]], first: int = 1) -> bool:
