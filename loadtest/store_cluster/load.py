@@ -77,6 +77,9 @@ class Worker:
             [
                 *(sys.executable, "-m", "wsserver.cli.main", "serve"),
                 *("--port", "0", "--worker-id", "bench", "--store", store),
+                # One process: with a Redis store ``serve`` runs one per core by default,
+                # and /stats would then come from whichever process took the request.
+                "--workers=1",
                 *("--decode-rate", f"{args.decode_rate:g}"),
                 *("--answer-tokens", str(args.answer_tokens)),
                 *("--store-flush-ms", f"{args.store_flush_ms:g}"),
