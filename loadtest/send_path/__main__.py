@@ -9,14 +9,20 @@ answers interrupted, a ping per session per second) against, round after round:
 * ``fast``: ``wsserver serve --ws-engine fast``.
 
 Each server is fresh for each round, and every ratio is taken against the bare
-server of the same round. It prints the figures and writes a JSON report.
+server of the same round. Each round also measures the session work per token
+with no socket at all (:mod:`loadtest.send_path.session_work`, as many sessions):
+its ratio to the bare server's CPU per token is the part of a bare server's
+whole cost that a worker spends before any send path, which bounds what a
+faster send path can gain. It prints the figures and writes a JSON report.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import statistics
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -41,6 +47,18 @@ def _launch(name: str, config: StreamConfig, log_dir: Path) -> ServerProcess:
     return start_server(name, config, log_dir)
 
 
+def measure_session_work(config: StreamConfig) -> dict[str, Any]:
+    """The socket-free session work per token, in a fresh process (its own loop and heap)."""
+    seconds = max(1.0, min(config.duration, 5.0))
+    command = [sys.executable, "-m", "loadtest.send_path.session_work"]
+    command += ["--sessions", str(config.sessions), "--seconds", str(seconds)]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 120, check=True
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
 def run(config: StreamConfig, rounds: int, log_dir: Path) -> dict[str, Any]:
     """Every variant once per round, alternated, each on a fresh server."""
     results: dict[str, Any] = {"rounds": []}
@@ -50,6 +68,8 @@ def run(config: StreamConfig, rounds: int, log_dir: Path) -> dict[str, Any]:
             print(f"[round {number}] {name} ...", flush=True)
             with _launch(name, config, log_dir) as server, tail_on_error(server):
                 this_round[name] = measure_streaming(server, config)
+        print(f"[round {number}] session work, no socket ...", flush=True)
+        this_round["session_work"] = measure_session_work(config)
         results["rounds"].append(this_round)
     return results
 
@@ -96,6 +116,15 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
                 median_of(base, "server_cpu_us_per_token"),
             )
         )
+    figures.append(
+        Figure(
+            "session work per token, no socket",
+            "us",
+            median_of("session_work", "cpu_us_per_frame"),
+            "bare CPU per token",
+            median_of("bare", "server_cpu_us_per_token"),
+        )
+    )
     for name in ("fast", "worker"):
         figures.append(
             Figure(
@@ -120,6 +149,18 @@ def print_summary(results: dict[str, Any], figures: list[Figure]) -> None:
                 + ", ".join(f"{x:.2f}" for x in ratios)
                 + f" (median {statistics.median(ratios):.2f})"
             )
+    shares = [
+        r["session_work"]["cpu_us_per_frame"] / r["bare"]["server_cpu_us_per_token"]
+        for r in results["rounds"]
+        if r["session_work"]["cpu_us_per_frame"] and r["bare"]["server_cpu_us_per_token"]
+    ]
+    if shares:
+        print(
+            "session work with no socket, as a share of the bare server's CPU per token: "
+            + ", ".join(f"{x:.2f}" for x in shares)
+            + f"; with a send path that cost nothing, a worker would reach at most"
+            f" {1 / statistics.median(shares):.1f}x the bare server's tokens per core"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,7 +179,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         run=lambda log_dir: run(config, max(1, args.rounds), log_dir),
         figures_of=build_figures,
         warnings_of=lambda results: [
-            w for r in results["rounds"] for w in warnings_for(config, {"stream": r})
+            w
+            for r in results["rounds"]
+            for w in warnings_for(config, {"stream": {k: r[k] for k in VARIANTS}})
         ],
         print_summary=lambda report, figures: print_summary(report["results"], figures),
     )

@@ -17,13 +17,21 @@ def test_a_tiny_run_measures_bare_worker_and_fast_in_one_round(tmp_path: Path) -
     data = json.loads(report.read_text())
     assert data["benchmark"] == "send_path"
     (round_one,) = data["results"]["rounds"]
-    assert set(round_one) == {"bare", "worker", "fast"}
+    assert set(round_one) == {"bare", "worker", "fast", "session_work"}
     for name in ("bare", "worker", "fast"):
         assert round_one[name]["sessions_opened"] == 4
         assert round_one[name]["tokens_per_s"] > 0
     # The fast round really ran on the fast path (/stats says which engine served it).
     assert round_one["fast"]["server_stats_after"]["ws_engine"] == "fast"
     assert round_one["worker"]["server_stats_after"]["ws_engine"] == "websockets"
+    # The socket-free session work ran as many sessions and pulled frames from them.
+    work = round_one["session_work"]
+    assert work["sessions"] == 4
+    assert work["frames"] > 0
+    assert work["cpu_us_per_frame"] > 0
+    (share,) = [f for f in data["figures"] if f["name"] == "session work per token, no socket"]
+    assert share["baseline_name"] == "bare CPU per token"
+    assert share["ratio"] > 0
     fast_vs_bare = data["figures"][0]
     assert fast_vs_bare["name"] == "fast: delivered tokens/s"
     assert fast_vs_bare["ratio"] > 0
