@@ -76,7 +76,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"wsserver serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
-    configure_logging(args.log_level, settings.log_format)
+    log_format = configure_logging(args.log_level, settings.log_format)
     _register_secrets(settings)
     # Per-connection open/close lines drown everything else at any real load.
     logging.getLogger("websockets").setLevel(max(logging.WARNING, logging.root.level))
@@ -93,9 +93,12 @@ def run_serve(args: argparse.Namespace) -> int:
     if workers > 1:
         from wsserver.supervisor.group import run_group
 
-        # What each worker is started with besides its settings.
+        # What each worker is started with besides its settings. Its logs reach the
+        # terminal through a pipe (whole lines, wsserver.supervisor.log_relay), so it is
+        # told the format chosen here for "auto" rather than seeing a pipe and picking JSON.
         child_args = ["--log-level", args.log_level]
-        return run_command(run_group(settings, workers, child_args))
+        resolved = settings.model_copy(update={"log_format": log_format})
+        return run_command(run_group(resolved, workers, child_args))
     return run_command(_serve(settings, demo=args.demo, in_group=args.group_child))
 
 

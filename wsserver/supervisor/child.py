@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 
+from wsserver.supervisor.log_relay import relay_lines
 from wsserver.worker.settings import Settings
 
 READY_LINE = "wsserver listening on "
@@ -21,9 +22,10 @@ class WorkerChild:
 
     The settings go in on stdin, already resolved by the parent, so no flag or
     environment variable is parsed twice; stdin then stays open, and its end tells the
-    child that the parent is gone (it drains). Its stderr (the logs) is the parent's;
-    its stdout is passed through, but its banner becomes one ``worker ID ready`` line,
-    so the group prints one banner.
+    child that the parent is gone (it drains). Its stderr (the logs) is relayed to the
+    parent's in whole lines (:mod:`wsserver.supervisor.log_relay`: long lines of two
+    workers never splice); its stdout is passed through, but its banner becomes one
+    ``worker ID ready`` line, so the group prints one banner.
     """
 
     def __init__(self, settings: Settings, child_args: list[str]) -> None:
@@ -36,6 +38,7 @@ class WorkerChild:
         """Set when the group replaced or stopped it on purpose: its exit is expected."""
         self.started_at = 0.0
         self._pump: asyncio.Task[None] | None = None
+        self._logs: asyncio.Task[None] | None = None
         self._drain_sent = False
 
     @property
@@ -57,6 +60,7 @@ class WorkerChild:
             *self.child_args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
             # Its own session: a Ctrl-C in the terminal reaches the parent only, which
             # then drains each child once (a second signal would force them).
             start_new_session=True,
@@ -67,6 +71,10 @@ class WorkerChild:
         with contextlib.suppress(ConnectionError):
             await self.process.stdin.drain()
         self._pump = asyncio.create_task(self._pass_output(), name=f"output of {self.worker_id}")
+        assert self.process.stderr is not None
+        self._logs = asyncio.create_task(
+            relay_lines(self.process.stderr, sys.stderr), name=f"logs of {self.worker_id}"
+        )
 
     async def _pass_output(self) -> None:
         assert self.process is not None and self.process.stdout is not None
@@ -118,9 +126,10 @@ class WorkerChild:
         """Its exit status, shell style (128 + N for signal N)."""
         assert self.process is not None
         code = await self.process.wait()
-        if self._pump is not None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._pump), 2)
+        for pump in (self._pump, self._logs):
+            if pump is not None:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(pump), 2)
         if self.process.stdin is not None:
             self.process.stdin.close()
         return 128 - code if code < 0 else code

@@ -1,0 +1,58 @@
+"""A worker's log stream, passed on to the group's stderr in whole lines.
+
+Workers sharing the parent's stderr directly could interleave: a pipe write is
+atomic only up to ``PIPE_BUF`` (4 KiB), and a JSON log line with a long message
+or traceback is longer, so two workers logging at once could splice their lines
+into one unparseable line. Each worker's stderr is a pipe of its own instead; the
+parent reads what is there and writes it on up to the last newline in one write,
+keeping the unfinished tail for the next read. The parent is the only writer of
+its stderr, one write at a time, so no line is ever split by another's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+READ_BYTES = 1 << 16
+"""Bytes read at a time."""
+
+MAX_PARTIAL_LINE = 1 << 20
+"""An unfinished line is written on as it is past this many bytes (the memory bound)."""
+
+
+class TextSink(Protocol):
+    """Where the lines go (``sys.stderr``)."""
+
+    def write(self, text: str, /) -> int:
+        """Write ``text``."""
+        ...
+
+    def flush(self) -> None:
+        """Push it out."""
+        ...
+
+
+async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
+    """Copy ``source`` to ``sink`` until its end, whole lines per write."""
+    pending = b""
+    while True:
+        data = await source.read(READ_BYTES)
+        if not data:
+            break
+        pending += data
+        end = pending.rfind(b"\n") + 1
+        if end == 0 and len(pending) <= MAX_PARTIAL_LINE:
+            continue
+        if end == 0:
+            end = len(pending)
+        _write(sink, pending[:end])
+        pending = pending[end:]
+    if pending:
+        _write(sink, pending)
+
+
+def _write(sink: TextSink, data: bytes) -> None:
+    # A worker's logs are UTF-8 (JSON lines are ASCII); anything else is shown, not fatal.
+    sink.write(data.decode(errors="replace"))
+    sink.flush()
