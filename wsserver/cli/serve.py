@@ -179,13 +179,18 @@ async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> i
         on_parent_exit(loop, on_signal)
     url = f"{'wss' if server.tls is not None else 'ws'}://{settings.host}:{server.port}"
     store = printable_store_url(settings.store)  # never print credentials
+    page = None
+    if server.http.serves_demo_page:
+        page = page_url(settings.host, server.port, tls=server.tls is not None)
+    if page is not None and in_group:
+        # Before the banner: the group reads it from each worker, then prints it once.
+        print(f"demo page: {page} (open it in a browser)", flush=True)
     print(
         f"wsserver listening on {url} (worker {server.worker_id}, store: {store}, "
         f"engine: {settings.engine}{_speech(settings)})",
         flush=True,
     )
-    if server.http.serves_demo_page:
-        page = page_url(settings.host, server.port, tls=server.tls is not None)
+    if page is not None and not in_group:
         print(f"demo page: {page} (open it in a browser)", flush=True)
     if demo and server.authenticator.required:
         # The demo client has no credential to present.

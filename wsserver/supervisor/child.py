@@ -13,6 +13,8 @@ from wsserver.worker.settings import Settings
 
 READY_LINE = "wsserver listening on "
 """What a worker prints once it accepts connections (``wsserver serve``'s banner)."""
+DEMO_PAGE_LINE = "demo page: "
+"""What a worker that serves the demo page prints just before its banner."""
 _CHUNK = 1 << 16
 """Bytes read at a time after a line too long to read whole (the reader's limit)."""
 
@@ -39,6 +41,8 @@ class WorkerChild:
         self.started_at = 0.0
         self._pump: asyncio.Task[None] | None = None
         self._logs: asyncio.Task[None] | None = None
+        self.demo_page_line = ""
+        """Its demo page line, if it serves the page: the group prints it once."""
         self._drain_sent = False
 
     @property
@@ -89,6 +93,9 @@ class WorkerChild:
             if not raw:
                 return
             line = raw.decode(errors="replace")
+            if line.startswith(DEMO_PAGE_LINE) and not self.ready.is_set():
+                self.demo_page_line = line
+                continue
             if line.startswith(READY_LINE) and not self.ready.is_set():
                 self.ready.set()
                 print(f"worker {self.worker_id} ready (pid {self.pid})", flush=True)

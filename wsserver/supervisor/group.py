@@ -154,6 +154,9 @@ class WorkerGroup:
             "SIGTERM drains, SIGHUP restarts them one at a time)",
             flush=True,
         )
+        pages = {c.demo_page_line for c in self.slots if c is not None and c.demo_page_line}
+        for line in sorted(pages):  # one: the workers share the port
+            print(line, end="", flush=True)
 
     def _handle_signals(self) -> None:
         loop = asyncio.get_running_loop()

@@ -1,4 +1,5 @@
-"""A group's worker logs reach its stderr in whole lines, in the format chosen for it."""
+"""A group's worker logs reach its stderr in whole lines, in the format chosen for it;
+its output says once what every worker would say alike."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from tests.processes import WSSERVER, cli_env, watch_output
@@ -112,16 +114,25 @@ def test_on_a_terminal_the_workers_log_in_the_human_format(redis_server: RedisSe
     reader = threading.Thread(target=read_terminal, daemon=True)
     reader.start()
     try:
-        ready, _ = watch_output(process, r"wsserver listening on ")
+        printed: list[str] = []
+        ready, _ = watch_output(process, r"wsserver listening on ", printed.append)
         assert ready.wait(30), "the group did not start"
         # Each worker logs its drain on SIGTERM, to the group's stderr: the terminal.
         process.terminate()
         assert process.wait(30) == 0
         reader.join(10)
+        for _ in range(100):  # the stdout thread reads to the end ("stopped" is last)
+            if any(line.startswith("stopped") for line in printed):
+                break
+            time.sleep(0.05)
     finally:
         if process.poll() is None:
             process.kill()
         os.close(leader)
+    # Both workers serve the demo page on the one port: the group prints it once, last.
+    pages = [i for i, line in enumerate(printed) if line.startswith("demo page: ")]
+    banner = next(i for i, line in enumerate(printed) if line.startswith("wsserver listening"))
+    assert pages == [banner + 1], printed
     drains = [line for line in received if "draining: up to" in line]
     assert len(drains) == 2 and all(HUMAN_LINE.match(line) for line in drains), received
     assert not any(line.startswith('{"ts"') for line in received), received
