@@ -133,7 +133,10 @@ class FastConnection(Connection):
         """Write every frame that is ready, until the transport's buffer is full."""
         ws = self.ws
         transport = ws.transport
-        control = self._control
+        next_frame = self._next_frame
+        # _put_frame's plain case inline: one call per frame fewer, which pays for
+        # the shared _next_frame step's own call.
+        plain = self._plain
         while True:
             if ws.protocol.state is not State.OPEN:
                 self._cut_at_deadline()
@@ -145,24 +148,14 @@ class FastConnection(Connection):
             if ws.paused:
                 self._drain_task = self._loop.create_task(self._after_drain())
                 return
-            if control:
-                self._put_frame(self._encode_control(control.pop(0)))
-                continue
-            replay = self._replay
-            if replay:
-                self._put_frame(self._encode_event(replay.popleft()))
-                continue
-            self._replay = None
-            runtime = self.runtime
-            if runtime is None or self._closing:
+            frame = next_frame()
+            if frame is None:
                 return
-            event = runtime.next_event()
-            if event is None:
-                return
-            self._put_frame(self._encode_event(event))
-            if event.type == "response.done":
-                runtime.settle()
-            self._check_acks(event, runtime)
+            if plain:
+                data, text = frame
+                transport.write(frame_header(len(data), text) + data)
+            else:
+                self._put_frame(frame)
 
     def _cut_at_deadline(self) -> None:
         """The closing handshake started: drop the TCP connection at its deadline.
