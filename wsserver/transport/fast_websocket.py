@@ -73,7 +73,6 @@ class FastConnection(Connection):
     """A native connection whose session events are written by a loop callback."""
 
     __slots__ = (
-        "_cut",
         "_drain_task",
         "_flush_scheduled",
         "_flushes",
@@ -90,7 +89,6 @@ class FastConnection(Connection):
         self._flush_scheduled = False
         self._live = False
         self._drain_task: asyncio.Task[None] | None = None
-        self._cut: asyncio.TimerHandle | None = None
         self._json = ws.subprotocol in (None, JSON_SUBPROTOCOL)
         # permessage-deflate frames need websockets' encoder: the slower sync path then.
         self._plain = not ws.protocol.extensions
@@ -113,8 +111,6 @@ class FastConnection(Connection):
             self._live = False
             if self._drain_task is not None:
                 self._drain_task.cancel()
-            if self._cut is not None:
-                self._cut.cancel()
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -139,7 +135,9 @@ class FastConnection(Connection):
         plain = self._plain
         while True:
             if ws.protocol.state is not State.OPEN:
-                self._cut_at_deadline()
+                # Nothing follows a close frame. This path never calls websockets'
+                # send, which is where it enforces the close timeout: the connection
+                # class cuts the handshake at its deadline instead (control_frames).
                 return
             if transport.is_closing():
                 # A write failed (the peer reset the connection): asyncio drops every
@@ -156,22 +154,6 @@ class FastConnection(Connection):
                 transport.write(frame_header(len(data), text) + data)
             else:
                 self._put_frame(frame)
-
-    def _cut_at_deadline(self) -> None:
-        """The closing handshake started: drop the TCP connection at its deadline.
-
-        websockets enforces the close timeout only inside ``send``, which the
-        websockets engine's writer calls on the next event; this path never calls
-        it, so a peer that never finishes the handshake (or never closes TCP after
-        a protocol error) would hold the connection and its session forever.
-        """
-        if self._cut is not None:
-            return
-        ws = self.ws
-        deadline = ws.close_deadline
-        now = self._loop.time()
-        delay = (ws.close_timeout or 0.0) if deadline is None else max(0.0, deadline - now)
-        self._cut = self._loop.call_later(delay, ws.transport.abort)
 
     async def _after_drain(self) -> None:
         """Wait for the transport to drain, then flush again."""
