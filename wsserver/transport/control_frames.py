@@ -11,7 +11,9 @@ frame (1002, 1007, 1009) and then kept its TCP connection open would hold the
 connection and its session until the next keepalive ping; here it is cut at the
 close deadline. So is every close sent while the peer reads nothing (a 1007 found
 by ``recv``, the 4005 of a ping flood): websockets starts that close's timeout only
-once the write buffer has drained, which for such a peer is never.
+once the write buffer has drained, which for such a peer is never. The fast send
+path, which never calls ``send``, has no other cut: this one is armed whenever the
+handshake starts, since every way into it ends in ``send_data`` or ``data_received``.
 """
 
 from __future__ import annotations

@@ -68,6 +68,10 @@ CHUNK_BYTES = SAMPLE_RATE * 2 // 10
 MIN_CHUNK_BYTES = SAMPLE_RATE * 2 // 100
 """10 ms: a shorter tail waits for the next append."""
 
+_NOTHING = (b"", True)
+"""What :meth:`RealtimeConnection._encode_event` gives for an event with no Realtime
+counterpart (or one the client has seen): no frame, and the writer goes on."""
+
 RETRYABLE_REFUSALS = frozenset({"store_unavailable"})
 """Refused resumes worth retrying: closed 1013 (the SDK reconnects); others 1008."""
 
@@ -318,10 +322,23 @@ class RealtimeConnection(Connection):
         self._quiet_seq = runtime.acked_seq or None
         super().start_replay(history)
 
-    async def _send_event(self, event: Event) -> None:
+    def _next_frame(self) -> tuple[bytes, bool] | None:
+        """The native step, past the events that translate to nothing here."""
+        frame = super()._next_frame()
+        while frame is _NOTHING:
+            frame = super()._next_frame()
+        return frame
+
+    def _encode_event(self, event: Event) -> tuple[bytes, bool]:
+        """The first frame of the Realtime events ``event`` translates to (or
+        :data:`_NOTHING`); the others go to the front of the connection messages.
+
+        That queue is empty here (the native step takes a session event only then),
+        so an answer queued while they are written is written after all of them.
+        """
         dialect = self.dialect
         if dialect is None:
-            return
+            return _NOTHING
         translated = translate_event(dialect, event.to_message())
         skip = self._skip_to
         if skip is not None:
@@ -336,16 +353,21 @@ class RealtimeConnection(Connection):
             last = parse_event_id(translated[-1]["event_id"])
             if last is not None:
                 dialect.written = (last.seq, last.index)
-        for out in translated:
-            await self._send(self._encode_control(out))
-            if out["type"] == "response.done":
-                await self._send(self._encode_control(self._rate_limits(dialect)))
-        for reply in dialect.take_ready_replies():
-            await self._send(self._encode_control(reply))
+        out: list[dict[str, Any]] = []
+        for message in translated:
+            out.append(message)
+            if message["type"] == "response.done":
+                out.append(self._rate_limits(dialect))
+        out += dialect.take_ready_replies()
         if event.type == "session.updated":
             self.keep_config()
         elif event.type == "response.done" and dialect.quiet:
             self._quiet(event.seq)
+        if not out:
+            return _NOTHING
+        # Encoded when taken, each just before its write, as the first one is here.
+        self._control[:0] = out[1:]
+        return self._encode_control(out[0])
 
     def _rate_limits(self, dialect: DialectState) -> dict[str, Any]:
         """``rate_limits.updated``: the principal's message rate as ``requests``; empty

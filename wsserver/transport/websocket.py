@@ -319,10 +319,6 @@ class Connection:
         except Exception as exc:
             raise EventNotEncodable(f"{message.get('type')} could not be encoded: {exc}") from exc
 
-    async def _send_event(self, event: Event) -> None:
-        """Send one numbered session event (a dialect may send it as several frames)."""
-        await self._send(self._encode_event(event))
-
     def _encode_event(self, event: Event) -> tuple[bytes, bool]:
         """The event's frame; an event that cannot be encoded is voided first.
 
@@ -337,10 +333,8 @@ class Connection:
             raise EventNotEncodable(f"event {event.seq} could not be encoded: {exc}") from exc
 
     def _check_acks(self, event: Event, runtime: SessionEndpoint) -> None:
-        """Close a client that stopped acking while output streams (``--ack-timeout``)."""
+        """Close a client that stopped acking while output streams (``--ack-timeout``, on)."""
         settings = self.server.settings
-        if not settings.ack_timeout:
-            return
         acked = runtime.acked_seq
         now = asyncio.get_running_loop().time()
         mark = self._ack_mark
@@ -349,32 +343,38 @@ class Connection:
         if event.seq - acked > settings.ack_window and now - mark[1] > settings.ack_timeout:
             self.close_slow_consumer(f"slow consumer: no ack after seq {acked}; resume")
 
+    def _next_frame(self) -> tuple[bytes, bool] | None:
+        """The next frame to write (``None``: nothing is ready), for both send paths:
+        connection messages, then the replay, then the runtime's outbox, whose events
+        are settled and ack-checked here, before the caller writes the frame. Once per
+        frame on the fast path: no allocation, no call but the encoder's (acks off)."""
+        control = self._control
+        if control:
+            return self._encode_control(control.pop(0))
+        replay = self._replay
+        if replay:
+            return self._encode_event(replay.popleft())
+        self._replay = None
+        runtime = self.runtime
+        if runtime is None or self._closing:
+            return None
+        event = runtime.next_event()
+        if event is None:
+            return None
+        frame = self._encode_event(event)
+        if event.type == "response.done":
+            runtime.settle()
+        if self.server.settings.ack_timeout:
+            self._check_acks(event, runtime)
+        return frame
+
     async def _write(self) -> None:
         send = self._send
-        encode = self._encode_control
-        send_event = self._send_event
-        control = self._control
+        next_frame = self._next_frame
         while True:
             self._wake_pending = False
-            while True:
-                if control:
-                    await send(encode(control.pop(0)))
-                    continue
-                replay = self._replay
-                if replay:
-                    await send_event(replay.popleft())
-                    continue
-                self._replay = None
-                runtime = self.runtime
-                if runtime is None or self._closing:
-                    break
-                event = runtime.next_event()
-                if event is None:
-                    break
-                await send_event(event)
-                if event.type == "response.done":
-                    runtime.settle()
-                self._check_acks(event, runtime)
+            while (frame := next_frame()) is not None:
+                await send(frame)
             if self._wake_pending:
                 continue
             self._waiter = asyncio.get_running_loop().create_future()
