@@ -6,7 +6,9 @@ of its :class:`protocol.session.core.SessionCore`; the runtime executes the
 effects the core returns, in order, and decides nothing itself. It owns the
 running engine generation, the timers, the tool ledger's store calls and the
 journal of writes to the store, and talks to a :class:`Transport`, never to
-the WebSocket itself. The runtime outlives transports.
+the WebSocket itself. The runtime outlives transports. What it does as the
+session's owner (end, expire, give up on a move, write a lost record again) is its
+base :class:`wsserver.session.ownership.SessionOwnership`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from time import monotonic
 from typing import Any
 
-from protocol.codes import CloseCode, ErrorCode
+from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import Event
 from protocol.messages import AudioSettings
@@ -38,26 +40,21 @@ from protocol.session.inputs import (
     Input,
     InternalFailure,
     Refused,
-    ResponseLost,
-    SessionEnding,
     SessionMessage,
-    SessionMoved,
     SpeechStarted,
-    StopRunning,
     TimerFired,
     TimerKind,
     TransportAttached,
     TransportDeparted,
 )
 from protocol.session.numbering import number_next
-from protocol.session.responses import ResponseState
 from wsserver.engine.base import EngineOverloaded, FinishReason, Generation, OutputChunk
 from wsserver.frontdoor.principal import ANONYMOUS_ID
 from wsserver.session.context import ResponseSink, RuntimeContext, RuntimeHost, core_settings
 from wsserver.session.executors import EXECUTORS
 from wsserver.session.ledger import ToolLedger
+from wsserver.session.ownership import SessionOwnership
 from wsserver.session.persistence import SessionJournal
-from wsserver.session.recreate import recreate_record
 from wsserver.session.timers import SessionTimers
 from wsserver.session.voice import VoiceInput
 from wsserver.telemetry import SessionTelemetry
@@ -72,7 +69,7 @@ _STOPS = frozenset({"response.interrupt", "response.cancel"})
 __all__ = ["Departure", "RuntimeContext", "RuntimeHost", "SessionRuntime"]
 
 
-class SessionRuntime:
+class SessionRuntime(SessionOwnership):
     """One live session on this worker."""
 
     __slots__ = (
@@ -141,6 +138,15 @@ class SessionRuntime:
         """Stop the timer of ``kind`` if one is armed."""
         if self._timers is not None:
             self._timers.cancel(kind)
+
+    def _timer_fired(self, kind: TimerKind) -> None:
+        try:
+            self.feed(TimerFired(kind))
+        except Exception:
+            active = self.core.session.active
+            log.exception("%s timer of %s failed", kind.value, self.session_id)
+            if active is not None:
+                self._failed(active.id, f"{kind.value} timer")
 
     @property
     def ledger(self) -> ToolLedger:
@@ -359,79 +365,6 @@ class SessionRuntime:
             self.reject(violation)
             return
         self.feed(turn)
-
-    # -- the worker ----------------------------------------------------------------
-
-    def _timer_fired(self, kind: TimerKind) -> None:
-        try:
-            self.feed(TimerFired(kind))
-        except Exception:
-            active = self.core.session.active
-            log.exception("%s timer of %s failed", kind.value, self.session_id)
-            if active is not None:
-                self._failed(active.id, f"{kind.value} timer")
-
-    def stop_running(self, reason: str) -> None:
-        """End the running response ``incomplete`` (a drain ran out of time)."""
-        self.feed(StopRunning(reason))
-
-    def end_lost_response(self, response: ResponseState, reason: str) -> None:
-        """End a response whose worker is gone, with the usage the store had."""
-        self.feed(ResponseLost(response.id, reason))
-
-    def expire(self) -> None:
-        """The resume window passed: stop, record usage, drop the local runtime.
-
-        The store keeps the record (and its snapshot) until its own TTL.
-        """
-        self.end(remove_from_store=False)
-
-    def end(self, *, remove_from_store: bool) -> None:
-        """Stop generating, record usage, persist the last events, forget the session."""
-        if self.core.closed:
-            return
-        self.feed(SessionEnding())
-        self.telemetry.session_ended("ended" if remove_from_store else "expired", self.session)
-        if self._timers is not None:
-            self._timers.cancel_all()
-        self.journal.final = True
-        self.persist()
-        self.context.host.session_ended(self, remove_from_store=remove_from_store)
-
-    def moved(self) -> None:
-        """Another worker took the session over: stop at once, say nothing more."""
-        if self.core.closed:
-            return
-        self.feed(SessionMoved())
-        self.telemetry.session_ended("moved", self.session)
-        if self._timers is not None:
-            self._timers.cancel_all()
-        # Let the transport go first: its close is no departure of this session.
-        transport, self.transport = self.transport, None
-        if transport is not None:
-            transport.close(CloseCode.SESSION_MOVED, "session moved to another worker")
-        self.context.host.session_ended(self, remove_from_store=False)
-
-    def record_lost(self) -> None:
-        """The store lost the session (expired idle, or Redis restarted empty): write it again."""
-        if self.core.closed or self._recreating:
-            return
-        self._recreating = True
-        self._recreate_task = asyncio.get_running_loop().create_task(self._recreate())
-
-    async def _recreate(self) -> None:
-        try:
-            await recreate_record(
-                self.context.store,
-                self.session,
-                self.journal,
-                token_hash=self.token_hash,
-                owner=self.context.worker_id,
-                principal=self.principal,
-            )
-        finally:
-            self._recreating = False
-            self.persist()
 
     # -- usage -----------------------------------------------------------------
 
