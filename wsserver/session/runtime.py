@@ -6,9 +6,11 @@ of its :class:`protocol.session.core.SessionCore`; the runtime executes the
 effects the core returns, in order, and decides nothing itself. It owns the
 running engine generation, the timers, the tool ledger's store calls and the
 journal of writes to the store, and talks to a :class:`Transport`, never to
-the WebSocket itself. The runtime outlives transports. What it does as the
-session's owner (end, expire, give up on a move, write a lost record again) is its
-base :class:`wsserver.session.ownership.SessionOwnership`.
+the WebSocket itself. The runtime outlives transports. Two bases hold parts of
+its behaviour (its state stays in its own slots): what it does as the session's
+owner (end, expire, give up on a move, write a lost record again) is
+:class:`wsserver.session.ownership.SessionOwnership`, its input audio
+:class:`wsserver.session.voice.VoiceHandling`.
 """
 
 from __future__ import annotations
@@ -20,18 +22,12 @@ from collections.abc import Sequence
 from time import monotonic
 from typing import Any
 
-from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import Event
 from protocol.messages import AudioSettings
 from protocol.session import ServerSession, SessionCore
 from protocol.session.core import WAKE_ALONE
-from protocol.session.effects import (
-    CommitInputAudio,
-    ConfigureVoice,
-    Effect,
-    StartGeneration,
-)
+from protocol.session.effects import Effect, StartGeneration
 from protocol.session.inputs import (
     Departure,
     EngineFinished,
@@ -41,7 +37,6 @@ from protocol.session.inputs import (
     InternalFailure,
     Refused,
     SessionMessage,
-    SpeechStarted,
     TimerFired,
     TimerKind,
     TransportAttached,
@@ -56,7 +51,7 @@ from wsserver.session.ledger import ToolLedger
 from wsserver.session.ownership import SessionOwnership
 from wsserver.session.persistence import SessionJournal
 from wsserver.session.timers import SessionTimers
-from wsserver.session.voice import VoiceInput
+from wsserver.session.voice import VoiceHandling, VoiceInput
 from wsserver.telemetry import SessionTelemetry
 from wsserver.telemetry.context import response_context
 from wsserver.transport.base import Transport
@@ -69,7 +64,7 @@ _STOPS = frozenset({"response.interrupt", "response.cancel"})
 __all__ = ["Departure", "RuntimeContext", "RuntimeHost", "SessionRuntime"]
 
 
-class SessionRuntime(SessionOwnership):
+class SessionRuntime(SessionOwnership, VoiceHandling):
     """One live session on this worker."""
 
     __slots__ = (
@@ -230,24 +225,6 @@ class SessionRuntime(SessionOwnership):
         """Answer a refused client frame in-band, sequenced with the session's events."""
         self.feed(Refused(violation))
 
-    def audio_frame(self, frame: bytes) -> None:
-        """A binary audio frame; a refused one becomes an in-band error."""
-        voice = self.voice
-        if voice is None:
-            message = "this session was started without audio"
-            self.reject(ProtocolViolation(ErrorCode.AUDIO_NOT_ENABLED, message))
-            return
-        try:
-            events = voice.accept(frame)
-        except ProtocolViolation as violation:
-            self.reject(violation)
-            return
-        # Most chunks cause nothing (50 a second each): the core hears only events.
-        for event in events:
-            if type(event) is SpeechStarted and self.core.session.active is not None:
-                self.meter.speech_started()
-            self.feed(event)
-
     def next_event(self) -> Event | None:
         """The next event for the transport to send, numbered (and kept for replay)."""
         # Once per frame: straight to the numbering (ServerSession.next_event's body).
@@ -345,26 +322,6 @@ class SessionRuntime(SessionOwnership):
             self.feed(InternalFailure(response_id))
         except Exception:
             log.exception("ending %s/%s failed", self.session_id, response_id)
-
-    def configure_voice(self, effect: ConfigureVoice) -> None:
-        """``session.update`` changed the audio settings: input audio follows them."""
-        if self.voice is None:
-            self.voice = VoiceInput(effect.settings, self.context.vad, self.context.audio_limits)
-        else:
-            self.voice.reconfigure(effect.settings)
-
-    def commit_audio(self, effect: CommitInputAudio) -> None:
-        """Commit the buffered input audio; the turn (or the refusal) goes to the core."""
-        voice = self.voice
-        assert voice is not None
-        try:
-            turn = voice.commit()
-        except ProtocolViolation as violation:
-            if violation.request_id is None:
-                violation.request_id = effect.request_id
-            self.reject(violation)
-            return
-        self.feed(turn)
 
     # -- usage -----------------------------------------------------------------
 
