@@ -6,7 +6,11 @@ of its :class:`protocol.session.core.SessionCore`; the runtime executes the
 effects the core returns, in order, and decides nothing itself. It owns the
 running engine generation, the timers, the tool ledger's store calls and the
 journal of writes to the store, and talks to a :class:`Transport`, never to
-the WebSocket itself. The runtime outlives transports.
+the WebSocket itself. The runtime outlives transports. Two bases hold parts of
+its behaviour (its state stays in its own slots): what it does as the session's
+owner (end, expire, give up on a move, write a lost record again) is
+:class:`wsserver.session.ownership.SessionOwnership`, its input audio
+:class:`wsserver.session.voice.VoiceHandling`.
 """
 
 from __future__ import annotations
@@ -18,18 +22,12 @@ from collections.abc import Sequence
 from time import monotonic
 from typing import Any
 
-from protocol.codes import CloseCode, ErrorCode
 from protocol.errors import ProtocolViolation
 from protocol.events import Event
 from protocol.messages import AudioSettings
 from protocol.session import ServerSession, SessionCore
 from protocol.session.core import WAKE_ALONE
-from protocol.session.effects import (
-    CommitInputAudio,
-    ConfigureVoice,
-    Effect,
-    StartGeneration,
-)
+from protocol.session.effects import Effect, StartGeneration
 from protocol.session.inputs import (
     Departure,
     EngineFinished,
@@ -38,28 +36,22 @@ from protocol.session.inputs import (
     Input,
     InternalFailure,
     Refused,
-    ResponseLost,
-    SessionEnding,
     SessionMessage,
-    SessionMoved,
-    SpeechStarted,
-    StopRunning,
     TimerFired,
     TimerKind,
     TransportAttached,
     TransportDeparted,
 )
 from protocol.session.numbering import number_next
-from protocol.session.responses import ResponseState
 from wsserver.engine.base import EngineOverloaded, FinishReason, Generation, OutputChunk
 from wsserver.frontdoor.principal import ANONYMOUS_ID
 from wsserver.session.context import ResponseSink, RuntimeContext, RuntimeHost, core_settings
 from wsserver.session.executors import EXECUTORS
 from wsserver.session.ledger import ToolLedger
+from wsserver.session.ownership import SessionOwnership
 from wsserver.session.persistence import SessionJournal
-from wsserver.session.recreate import recreate_record
 from wsserver.session.timers import SessionTimers
-from wsserver.session.voice import VoiceInput
+from wsserver.session.voice import VoiceHandling, VoiceInput
 from wsserver.telemetry import SessionTelemetry
 from wsserver.telemetry.context import response_context
 from wsserver.transport.base import Transport
@@ -72,7 +64,7 @@ _STOPS = frozenset({"response.interrupt", "response.cancel"})
 __all__ = ["Departure", "RuntimeContext", "RuntimeHost", "SessionRuntime"]
 
 
-class SessionRuntime:
+class SessionRuntime(SessionOwnership, VoiceHandling):
     """One live session on this worker."""
 
     __slots__ = (
@@ -141,6 +133,15 @@ class SessionRuntime:
         """Stop the timer of ``kind`` if one is armed."""
         if self._timers is not None:
             self._timers.cancel(kind)
+
+    def _timer_fired(self, kind: TimerKind) -> None:
+        try:
+            self.feed(TimerFired(kind))
+        except Exception:
+            active = self.core.session.active
+            log.exception("%s timer of %s failed", kind.value, self.session_id)
+            if active is not None:
+                self._failed(active.id, f"{kind.value} timer")
 
     @property
     def ledger(self) -> ToolLedger:
@@ -223,24 +224,6 @@ class SessionRuntime:
     def reject(self, violation: ProtocolViolation) -> None:
         """Answer a refused client frame in-band, sequenced with the session's events."""
         self.feed(Refused(violation))
-
-    def audio_frame(self, frame: bytes) -> None:
-        """A binary audio frame; a refused one becomes an in-band error."""
-        voice = self.voice
-        if voice is None:
-            message = "this session was started without audio"
-            self.reject(ProtocolViolation(ErrorCode.AUDIO_NOT_ENABLED, message))
-            return
-        try:
-            events = voice.accept(frame)
-        except ProtocolViolation as violation:
-            self.reject(violation)
-            return
-        # Most chunks cause nothing (50 a second each): the core hears only events.
-        for event in events:
-            if type(event) is SpeechStarted and self.core.session.active is not None:
-                self.meter.speech_started()
-            self.feed(event)
 
     def next_event(self) -> Event | None:
         """The next event for the transport to send, numbered (and kept for replay)."""
@@ -339,99 +322,6 @@ class SessionRuntime:
             self.feed(InternalFailure(response_id))
         except Exception:
             log.exception("ending %s/%s failed", self.session_id, response_id)
-
-    def configure_voice(self, effect: ConfigureVoice) -> None:
-        """``session.update`` changed the audio settings: input audio follows them."""
-        if self.voice is None:
-            self.voice = VoiceInput(effect.settings, self.context.vad, self.context.audio_limits)
-        else:
-            self.voice.reconfigure(effect.settings)
-
-    def commit_audio(self, effect: CommitInputAudio) -> None:
-        """Commit the buffered input audio; the turn (or the refusal) goes to the core."""
-        voice = self.voice
-        assert voice is not None
-        try:
-            turn = voice.commit()
-        except ProtocolViolation as violation:
-            if violation.request_id is None:
-                violation.request_id = effect.request_id
-            self.reject(violation)
-            return
-        self.feed(turn)
-
-    # -- the worker ----------------------------------------------------------------
-
-    def _timer_fired(self, kind: TimerKind) -> None:
-        try:
-            self.feed(TimerFired(kind))
-        except Exception:
-            active = self.core.session.active
-            log.exception("%s timer of %s failed", kind.value, self.session_id)
-            if active is not None:
-                self._failed(active.id, f"{kind.value} timer")
-
-    def stop_running(self, reason: str) -> None:
-        """End the running response ``incomplete`` (a drain ran out of time)."""
-        self.feed(StopRunning(reason))
-
-    def end_lost_response(self, response: ResponseState, reason: str) -> None:
-        """End a response whose worker is gone, with the usage the store had."""
-        self.feed(ResponseLost(response.id, reason))
-
-    def expire(self) -> None:
-        """The resume window passed: stop, record usage, drop the local runtime.
-
-        The store keeps the record (and its snapshot) until its own TTL.
-        """
-        self.end(remove_from_store=False)
-
-    def end(self, *, remove_from_store: bool) -> None:
-        """Stop generating, record usage, persist the last events, forget the session."""
-        if self.core.closed:
-            return
-        self.feed(SessionEnding())
-        self.telemetry.session_ended("ended" if remove_from_store else "expired", self.session)
-        if self._timers is not None:
-            self._timers.cancel_all()
-        self.journal.final = True
-        self.persist()
-        self.context.host.session_ended(self, remove_from_store=remove_from_store)
-
-    def moved(self) -> None:
-        """Another worker took the session over: stop at once, say nothing more."""
-        if self.core.closed:
-            return
-        self.feed(SessionMoved())
-        self.telemetry.session_ended("moved", self.session)
-        if self._timers is not None:
-            self._timers.cancel_all()
-        # Let the transport go first: its close is no departure of this session.
-        transport, self.transport = self.transport, None
-        if transport is not None:
-            transport.close(CloseCode.SESSION_MOVED, "session moved to another worker")
-        self.context.host.session_ended(self, remove_from_store=False)
-
-    def record_lost(self) -> None:
-        """The store lost the session (expired idle, or Redis restarted empty): write it again."""
-        if self.core.closed or self._recreating:
-            return
-        self._recreating = True
-        self._recreate_task = asyncio.get_running_loop().create_task(self._recreate())
-
-    async def _recreate(self) -> None:
-        try:
-            await recreate_record(
-                self.context.store,
-                self.session,
-                self.journal,
-                token_hash=self.token_hash,
-                owner=self.context.worker_id,
-                principal=self.principal,
-            )
-        finally:
-            self._recreating = False
-            self.persist()
 
     # -- usage -----------------------------------------------------------------
 

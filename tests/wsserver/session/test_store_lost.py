@@ -1,0 +1,44 @@
+"""A session the store lost (Redis restarted empty) is written back by its owner."""
+
+from __future__ import annotations
+
+import asyncio
+
+import redis.asyncio as redis_asyncio
+
+from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.wire import RawClient, text_of
+
+
+async def test_the_owner_writes_a_lost_record_again(
+    start_server: StartServer, redis_url: str
+) -> None:
+    a = await start_server(store=redis_url, answer_tokens=20)
+    client = await RawClient.connect(url_of(a))
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": "before"})
+    await client.until("response.done")
+    store = redis_asyncio.Redis.from_url(redis_url)
+    try:
+        await store.flushdb()  # what a Redis restarted without its data holds
+        await client.send({"type": "response.create", "input": "after"})
+        done = await client.until("response.done")
+        for _ in range(500):  # the next batch finds the record gone; the owner writes it again
+            if await store.keys("wss:*:meta"):
+                break
+            await asyncio.sleep(0.02)
+        assert len(await store.keys("wss:*:meta")) == 1, "the record was written again"
+    finally:
+        await store.aclose()
+    client.abort()  # a dropped connection: the session waits for a resume (a close ends it)
+
+    # Another worker can resume the session from the record written again.
+    b = await start_server(store=redis_url, answer_tokens=20)
+    again = await RawClient.connect(url_of(b))
+    await again.resume(ready, done["seq"])
+    resumed = await again.until("session.ready")
+    assert resumed["session_id"] == ready["session_id"]
+    await again.send({"type": "response.create", "input": "on b"})
+    assert (await again.until("response.done"))["status"] == "completed"
+    assert text_of(again.seen)
+    await again.close()
