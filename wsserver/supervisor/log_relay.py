@@ -7,11 +7,16 @@ into one unparseable line. Each worker's stderr is a pipe of its own instead; th
 parent reads what is there and writes it on up to the last newline in one write,
 keeping the unfinished tail for the next read. The parent is the only writer of
 its stderr, one write at a time, so no line is ever split by another's.
+
+A write that fails (the reader of the group's stderr went away: EPIPE) loses those
+lines and nothing else: the relay goes on reading, so the worker never blocks on a
+full pipe, and it never raises into the group's supervision of that worker.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Protocol
 
 READ_BYTES = 1 << 16
@@ -54,5 +59,9 @@ async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
 
 def _write(sink: TextSink, data: bytes) -> None:
     # A worker's logs are UTF-8 (JSON lines are ASCII); anything else is shown, not fatal.
-    sink.write(data.decode(errors="replace"))
-    sink.flush()
+    text = data.decode(errors="replace")
+    # What a worker's own logging did when it wrote to this stream itself: a failed
+    # write is dropped (ValueError: the stream was closed).
+    with contextlib.suppress(OSError, ValueError):
+        sink.write(text)
+        sink.flush()

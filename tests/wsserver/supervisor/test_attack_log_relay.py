@@ -1,0 +1,87 @@
+"""Attacks on the group's log relay: a group whose stderr reader went away.
+
+Before the relay, each worker wrote its logs to the group's stderr itself: with the
+reader gone, a log write failed (EPIPE) inside the worker's logging, which reports
+it and goes on. Now the parent writes every worker's logs: a failed write must not
+end the relay (the worker would block once its pipe filled) nor the supervision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+from tests.processes import WSSERVER, cli_env, watch_output
+from tests.redis_server import RedisServer
+from wsserver.supervisor.log_relay import relay_lines
+
+FLOOD = """
+import os
+for n in range(400):
+    os.write(1, b"x" * 1000 + b"\\n")  # 400 kB: far past a pipe's 64 KiB
+"""
+
+
+async def _relay_into_a_broken_pipe() -> int:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads the group's stderr any more: every write is EPIPE
+    writer = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", FLOOD, stdout=asyncio.subprocess.PIPE
+    )
+    sink = os.fdopen(write_end, "w")
+    try:
+        assert writer.stdout is not None
+        await relay_lines(writer.stdout, sink)
+        # The relay read to the end: the writer never blocked on its full pipe.
+        return await writer.wait()
+    finally:
+        with contextlib.suppress(OSError):  # its buffer cannot be flushed either
+            sink.close()
+        if writer.returncode is None:
+            writer.kill()
+            await writer.wait()
+
+
+def test_a_sink_that_fails_does_not_end_the_relay() -> None:
+    assert asyncio.run(_relay_into_a_broken_pipe()) == 0
+
+
+def test_a_rolling_restart_finishes_after_the_stderr_reader_left(
+    redis_server: RedisServer,
+) -> None:
+    read_end, write_end = os.pipe()
+    command = [*WSSERVER, "serve", "--port", "0", "--workers", "2", "--store", redis_server.url]
+    command += ["--admin-port", "0", "--drain-timeout", "0.5", "--log-level", "info"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=write_end, env=cli_env(), text=True
+    )
+    os.close(write_end)
+    lines: list[str] = []
+    rolled = threading.Event()
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if line.startswith("rolling restart done"):
+            rolled.set()
+
+    try:
+        ready, _ = watch_output(process, r"wsserver listening on ", on_line)
+        assert ready.wait(30), lines
+        os.close(read_end)
+        read_end = -1
+        # Each old worker logs its drain: the first such line meets the broken stderr.
+        process.send_signal(signal.SIGHUP)
+        assert rolled.wait(40), lines
+        process.terminate()
+        assert process.wait(30) == 0, lines
+    finally:
+        if read_end >= 0:
+            os.close(read_end)
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
