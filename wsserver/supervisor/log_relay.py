@@ -54,7 +54,9 @@ async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
         _write(sink, pending[:end])
         pending = pending[end:]
     if pending:
-        _write(sink, pending)
+        # The worker ended mid-line (killed, or it never wrote the newline): the line
+        # is ended here, so the next line another worker writes starts on its own.
+        _write(sink, pending + b"\n")
 
 
 def _write(sink: TextSink, data: bytes) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import threading
+from pathlib import Path
 
 from tests.processes import WSSERVER, cli_env, watch_output
 from tests.redis_server import RedisServer
@@ -85,3 +87,35 @@ def test_a_rolling_restart_finishes_after_the_stderr_reader_left(
         if process.poll() is None:
             process.kill()
             process.wait(10)
+
+
+CUT_SHORT = """
+import os
+os.write(1, b'{"worker": "a", "message": "Traceback (most recent')
+os.kill(os.getpid(), 9)  # killed mid-line: no newline ever comes
+"""
+WHOLE = """
+import os
+os.write(1, b'{"worker": "b", "message": "ready"}\\n')
+"""
+
+
+async def _relay_one_after_another(sink_path: Path) -> None:
+    with sink_path.open("w") as sink:
+        for script in (CUT_SHORT, WHOLE):
+            writer = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE
+            )
+            assert writer.stdout is not None
+            await relay_lines(writer.stdout, sink)
+            await writer.wait()
+
+
+def test_a_worker_killed_mid_line_does_not_splice_the_next_workers_line(
+    tmp_path: Path,
+) -> None:
+    sink_path = tmp_path / "stderr"
+    asyncio.run(_relay_one_after_another(sink_path))
+    lines = sink_path.read_text().splitlines()
+    assert lines[0] == '{"worker": "a", "message": "Traceback (most recent', lines
+    assert json.loads(lines[1]) == {"worker": "b", "message": "ready"}, lines
