@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tests.processes import WSSERVER, cli_env, watch_output
 from tests.redis_server import RedisServer
-from wsserver.supervisor.log_relay import relay_lines
+from wsserver.supervisor.log_relay import MAX_PARTIAL_LINE, READ_BYTES, relay_lines
 
 FLOOD = """
 import os
@@ -119,3 +119,41 @@ def test_a_worker_killed_mid_line_does_not_splice_the_next_workers_line(
     lines = sink_path.read_text().splitlines()
     assert lines[0] == '{"worker": "a", "message": "Traceback (most recent', lines
     assert json.loads(lines[1]) == {"worker": "b", "message": "ready"}, lines
+
+
+ENDLESS_LINE = """
+import os
+for _ in range(128):
+    os.write(1, b"y" * 65536)  # 8 MiB and never a newline
+"""
+
+
+class WriteSizes:
+    """A stderr that keeps only the size of each write (the relay's memory bound)."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def write(self, text: str, /) -> int:
+        self.sizes.append(len(text))
+        return len(text)
+
+    def flush(self) -> None:
+        """Nothing buffered."""
+
+
+async def _relay_endless_line(sink: WriteSizes) -> int:
+    writer = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", ENDLESS_LINE, stdout=asyncio.subprocess.PIPE
+    )
+    assert writer.stdout is not None
+    await relay_lines(writer.stdout, sink)
+    return await writer.wait()
+
+
+def test_a_line_that_never_ends_is_written_on_in_bounded_pieces() -> None:
+    sink = WriteSizes()
+    assert asyncio.run(_relay_endless_line(sink)) == 0
+    assert sum(sink.sizes) == 128 * 65536 + 1  # all of it, and the newline that ends it
+    assert len(sink.sizes) > 1
+    assert max(sink.sizes) <= MAX_PARTIAL_LINE + READ_BYTES
