@@ -12,12 +12,17 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+from websockets.sync.client import connect as ws_connect
+from websockets.typing import Subprotocol
+
+from protocol.encoding import JSON_SUBPROTOCOL
 from tests.processes import WSSERVER, cli_env, watch_output
 from tests.redis_server import RedisServer
 from wsserver.supervisor.log_relay import MAX_PARTIAL_LINE, READ_BYTES, relay_lines
@@ -157,3 +162,68 @@ def test_a_line_that_never_ends_is_written_on_in_bounded_pieces() -> None:
     assert sum(sink.sizes) == 128 * 65536 + 1  # all of it, and the newline that ends it
     assert len(sink.sizes) > 1
     assert max(sink.sizes) <= MAX_PARTIAL_LINE + READ_BYTES
+
+
+def _responses_until_stuck(url: str) -> int:
+    """Ask for short answers until one does not come: its worker is stuck logging."""
+    answered = 0
+    with ws_connect(url, subprotocols=[Subprotocol(JSON_SUBPROTOCOL)]) as ws:
+        ws.send(json.dumps({"type": "session.start"}))
+        while True:
+            ws.send(json.dumps({"type": "response.create", "input": "log this"}))
+            try:
+                while json.loads(ws.recv(timeout=5))["type"] != "response.done":
+                    pass
+            except TimeoutError:
+                return answered
+            answered += 1
+            assert answered < 20_000, "the worker never blocked: nothing fills its stderr?"
+
+
+def test_a_stalled_stderr_reader_leaves_the_group_supervising(
+    redis_server: RedisServer,
+) -> None:
+    """Each answer logs a line; nobody reads the group's stderr (a log shipper that
+    stalled). The worker that logs blocks once the pipes are full, as it did writing
+    stderr itself; the group must still restart a worker that dies meanwhile."""
+    read_end, write_end = os.pipe()
+    command = [*WSSERVER, "serve", "--port", "0", "--workers", "2", "--store", redis_server.url]
+    command += ["--admin-port", "0", "--drain-timeout", "0.5", "--log-level", "info"]
+    command += ["--answer-tokens", "1", "--decode-rate", "100000", "--prefill-per-token-ms", "0"]
+    command += ["--max-messages-per-second", "100000", "--max-message-burst", "100000"]
+    command += ["--message-burst-per-principal", "0"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=write_end, env=cli_env(), text=True
+    )
+    os.close(write_end)
+    lines: list[str] = []
+    restarted = threading.Event()
+
+    def on_line(line: str) -> None:
+        lines.append(line)
+        if "exited with status 137; restarting" in line:
+            restarted.set()
+
+    try:
+        ready, url = watch_output(process, r"wsserver listening on (ws://\S+) ", on_line)
+        assert ready.wait(30), lines
+        assert _responses_until_stuck(url[0]) > 0
+        pids = [int(m[1]) for line in list(lines) if (m := re.search(r"ready \(pid (\d+)\)", line))]
+        os.kill(pids[0], signal.SIGKILL)
+        assert restarted.wait(30), lines
+    finally:
+
+        def drain() -> None:
+            while os.read(read_end, 1 << 16):
+                pass
+
+        drained = threading.Thread(target=drain, daemon=True)
+        drained.start()
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        drained.join(10)
+        os.close(read_end)
