@@ -7,11 +7,23 @@ into one unparseable line. Each worker's stderr is a pipe of its own instead; th
 parent reads what is there and writes it on up to the last newline in one write,
 keeping the unfinished tail for the next read. The parent is the only writer of
 its stderr, one write at a time, so no line is ever split by another's.
+
+A write that fails (the reader of the group's stderr went away: EPIPE) loses those
+lines and nothing else: the relay goes on reading, so the worker never blocks on a
+full pipe, and it never raises into the group's supervision of that worker.
+
+The writes happen in one thread of their own, in the order they were asked for: a
+reader of the group's stderr that stalls (a log shipper that stopped reading) then
+blocks that thread and, through their full pipes, the workers that log, as it did
+when they wrote it themselves, but never the group's loop, which goes on handling
+signals and restarting workers that die.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Protocol
 
 READ_BYTES = 1 << 16
@@ -19,6 +31,10 @@ READ_BYTES = 1 << 16
 
 MAX_PARTIAL_LINE = 1 << 20
 """An unfinished line is written on as it is past this many bytes (the memory bound)."""
+
+
+_WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log relay")
+"""One thread for every write, one at a time (no line is split by another's)."""
 
 
 class TextSink(Protocol):
@@ -35,6 +51,7 @@ class TextSink(Protocol):
 
 async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
     """Copy ``source`` to ``sink`` until its end, whole lines per write."""
+    loop = asyncio.get_running_loop()
     pending = b""
     while True:
         data = await source.read(READ_BYTES)
@@ -46,13 +63,19 @@ async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
             continue
         if end == 0:
             end = len(pending)
-        _write(sink, pending[:end])
+        await loop.run_in_executor(_WRITER, _write, sink, pending[:end])
         pending = pending[end:]
     if pending:
-        _write(sink, pending)
+        # The worker ended mid-line (killed, or it never wrote the newline): the line
+        # is ended here, so the next line another worker writes starts on its own.
+        await loop.run_in_executor(_WRITER, _write, sink, pending + b"\n")
 
 
 def _write(sink: TextSink, data: bytes) -> None:
     # A worker's logs are UTF-8 (JSON lines are ASCII); anything else is shown, not fatal.
-    sink.write(data.decode(errors="replace"))
-    sink.flush()
+    text = data.decode(errors="replace")
+    # What a worker's own logging did when it wrote to this stream itself: a failed
+    # write is dropped (ValueError: the stream was closed).
+    with contextlib.suppress(OSError, ValueError):
+        sink.write(text)
+        sink.flush()

@@ -73,7 +73,8 @@ async def _relay_bytes(data: bytes, sink_path: Path) -> None:
 def test_an_unfinished_last_line_and_invalid_utf8_are_still_passed_on(tmp_path: Path) -> None:
     sink_path = tmp_path / "stderr"
     asyncio.run(_relay_bytes(b'{"a":1}\nhalf a line \xff\xfe without an end', sink_path))
-    assert sink_path.read_text() == '{"a":1}\nhalf a line \ufffd\ufffd without an end'
+    # The unfinished last line is ended: a line another worker writes next starts anew.
+    assert sink_path.read_text() == '{"a":1}\nhalf a line \ufffd\ufffd without an end\n'
 
 
 HUMAN_LINE = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} INFO wsserver\.worker\.server: draining: ")

@@ -1,0 +1,107 @@
+"""Attacks on how ``/v1/realtime`` writes one native event as several frames.
+
+The first frame of an event is written by the native step; the others wait at the
+front of the connection messages. An answer queued while they wait (an error for a
+bad client event) must follow all of them, and its ``event_id`` must name the last of
+them: the id is the client's place in the stream when it resumes.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+
+from protocol.dialects.realtime.event_ids import parse_event_id
+from tests.wsserver.conftest import StartServer, url_of
+from tests.wsserver.wire import wait_until
+from wsserver.transport.realtime import RealtimeConnection
+
+TEXT_ONLY = {"type": "session.update", "session": {"output_modalities": ["text"]}}
+USER_ITEM = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+
+
+async def _stalling_client(url: str, headers: dict[str, str]) -> ClientConnection:
+    """A client whose tiny receive buffer backs the worker up as soon as it stops reading."""
+    host, port = url.removeprefix("ws://").split(":")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect((host, int(port)))
+    sock.setblocking(False)
+    return await connect(
+        url + "/v1/realtime?model=m",
+        sock=sock,
+        max_queue=1,
+        compression=None,
+        max_size=None,
+        additional_headers=headers,
+    )
+
+
+async def _receive(ws: ClientConnection) -> dict[str, Any]:
+    event: dict[str, Any] = json.loads(await ws.recv())
+    return event
+
+
+async def _until(ws: ClientConnection, kind: str) -> list[dict[str, Any]]:
+    events = [await _receive(ws)]
+    while events[-1]["type"] != kind:
+        events.append(await _receive(ws))
+    return events
+
+
+async def test_an_error_queued_while_an_event_is_half_written_follows_all_of_it(
+    start_server: StartServer,
+) -> None:
+    # A long answer: its response.done becomes several frames that each hold the text.
+    server = await start_server(
+        socket_send_buffer=8192,
+        write_limit=4096,
+        answer_tokens=6000,
+        max_output_tokens=6000,
+        decode_rate=100_000.0,
+    )
+    url = url_of(server)
+    first = await connect(url + "/v1/realtime?model=m", compression=None, max_size=None)
+    created = await _receive(first)
+    await _receive(first)  # conversation.created
+    for event in (TEXT_ONLY, {"type": "conversation.item.create", "item": USER_ITEM}):
+        await first.send(json.dumps(event))
+    await first.send(json.dumps({"type": "response.create"}))
+    answer = await _until(first, "rate_limits.updated")
+    done_at = next(i for i, e in enumerate(answer) if e["type"] == "response.output_text.done")
+    seen = next(e["event_id"] for e in reversed(answer[:done_at]) if parse_event_id(e["event_id"]))
+    first.transport.abort()  # dropped, not closed: the session waits to be resumed
+    await wait_until(lambda: not server.connections)
+    # The resume replays the answer's end: its first frame is the whole text.
+    second = await _stalling_client(
+        url,
+        {
+            "X-Wsserver-Session": created["resume"]["session_id"],
+            "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+            "X-Wsserver-Last-Event-Id": seen,
+        },
+    )
+    second.transport.pause_reading()
+    (connection,) = server.connections
+    assert isinstance(connection, RealtimeConnection)
+    # The writer waits on one of its frames with the rest of them queued.
+    await wait_until(lambda: connection.ws.paused and bool(connection._control))
+    queued = len(connection._control)
+    await second.send(json.dumps({"type": "no.such.event", "event_id": "bad"}))
+    await wait_until(lambda: len(connection._control) == queued + 1)
+    second.transport.resume_reading()
+    events = await _until(second, "error")
+    kinds = [e["type"] for e in events]
+    # The whole of the answer's end first (one native event, and the rate limits that
+    # follow its response.done), then the error.
+    assert kinds[0] == "response.output_text.done", kinds
+    assert kinds[-3:] == ["response.done", "rate_limits.updated", "error"], kinds
+    assert "error" not in kinds[:-1], kinds
+    last = parse_event_id(events[-3]["event_id"])
+    assert last is not None, events[-3]
+    # The error's id names the last session event before it on the wire.
+    assert events[-1]["event_id"].startswith(f"event_{last.seq}_{last.index}_c"), events[-1]
+    await second.close()
