@@ -128,7 +128,11 @@ async def _drop_mid_answer(url: str, store: SessionStore, expected: str) -> bool
     before = record.owner
     await client.create_response(PROMPT)
     events = await _collect_until_done(client, drop_at=30)
-    assert sum(e["type"] == "response.text.delta" for e in events) > 30
+    deltas = sum(e["type"] == "response.text.delta" for e in events)
+    # Dropped at its 30th delta. A completed answer went on after the resume; one that
+    # moved to the other worker may end right there (failed, session_moved: the new owner
+    # has what the old one stored) and is continued below.
+    assert deltas > 30 or events[-1]["status"] != "completed", deltas
     assert await _whole_answer(client, events) == expected
     _assert_gap_free(events)
     record = await store.get(session_id)
