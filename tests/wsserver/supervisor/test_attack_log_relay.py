@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 from websockets.sync.client import connect as ws_connect
 from websockets.typing import Subprotocol
@@ -58,27 +59,50 @@ def test_a_sink_that_fails_does_not_end_the_relay() -> None:
     assert asyncio.run(_relay_into_a_broken_pipe()) == 0
 
 
-def test_a_rolling_restart_finishes_after_the_stderr_reader_left(
-    redis_server: RedisServer,
-) -> None:
+class PipedGroup(NamedTuple):
+    """A ``--workers 2`` group whose stderr is a pipe the test holds."""
+
+    process: subprocess.Popen[str]
+    stderr: int
+    """The pipe's read end (the test reads it, closes it, or lets it fill)."""
+    lines: list[str]
+    """The group's stdout, line by line."""
+    url: str
+    seen: threading.Event
+    """Set at the first stdout line containing the marker."""
+
+
+def _start_piped_group(redis_server: RedisServer, *flags: str, marker: str) -> PipedGroup:
     read_end, write_end = os.pipe()
     command = [*WSSERVER, "serve", "--port", "0", "--workers", "2", "--store", redis_server.url]
-    command += ["--admin-port", "0", "--drain-timeout", "0.5", "--log-level", "info"]
+    command += ["--admin-port", "0", "--drain-timeout", "0.5", "--log-level", "info", *flags]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=write_end, env=cli_env(), text=True
     )
     os.close(write_end)
     lines: list[str] = []
-    rolled = threading.Event()
+    seen = threading.Event()
 
     def on_line(line: str) -> None:
         lines.append(line)
-        if line.startswith("rolling restart done"):
-            rolled.set()
+        if marker in line:
+            seen.set()
 
+    ready, url = watch_output(process, r"wsserver listening on (ws://\S+) ", on_line)
+    if not ready.wait(30):
+        process.kill()
+        os.close(read_end)
+        raise AssertionError(f"the group did not start: {lines}")
+    return PipedGroup(process, read_end, lines, url[0], seen)
+
+
+def test_a_rolling_restart_finishes_after_the_stderr_reader_left(
+    redis_server: RedisServer,
+) -> None:
+    process, read_end, lines, _, rolled = _start_piped_group(
+        redis_server, marker="rolling restart done"
+    )
     try:
-        ready, _ = watch_output(process, r"wsserver listening on ", on_line)
-        assert ready.wait(30), lines
         os.close(read_end)
         read_end = -1
         # Each old worker logs its drain: the first such line meets the broken stderr.
@@ -186,28 +210,14 @@ def test_a_stalled_stderr_reader_leaves_the_group_supervising(
     """Each answer logs a line; nobody reads the group's stderr (a log shipper that
     stalled). The worker that logs blocks once the pipes are full, as it did writing
     stderr itself; the group must still restart a worker that dies meanwhile."""
-    read_end, write_end = os.pipe()
-    command = [*WSSERVER, "serve", "--port", "0", "--workers", "2", "--store", redis_server.url]
-    command += ["--admin-port", "0", "--drain-timeout", "0.5", "--log-level", "info"]
-    command += ["--answer-tokens", "1", "--decode-rate", "100000", "--prefill-per-token-ms", "0"]
-    command += ["--max-messages-per-second", "100000", "--max-message-burst", "100000"]
-    command += ["--message-burst-per-principal", "0"]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=write_end, env=cli_env(), text=True
+    flags = ["--answer-tokens", "1", "--decode-rate", "100000", "--prefill-per-token-ms", "0"]
+    flags += ["--max-messages-per-second", "100000", "--max-message-burst", "100000"]
+    flags += ["--message-burst-per-principal", "0"]
+    process, read_end, lines, url, restarted = _start_piped_group(
+        redis_server, *flags, marker="exited with status 137; restarting"
     )
-    os.close(write_end)
-    lines: list[str] = []
-    restarted = threading.Event()
-
-    def on_line(line: str) -> None:
-        lines.append(line)
-        if "exited with status 137; restarting" in line:
-            restarted.set()
-
     try:
-        ready, url = watch_output(process, r"wsserver listening on (ws://\S+) ", on_line)
-        assert ready.wait(30), lines
-        assert _responses_until_stuck(url[0]) > 0
+        assert _responses_until_stuck(url) > 0
         pids = [int(m[1]) for line in list(lines) if (m := re.search(r"ready \(pid (\d+)\)", line))]
         os.kill(pids[0], signal.SIGKILL)
         assert restarted.wait(30), lines
