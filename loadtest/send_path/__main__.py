@@ -13,7 +13,12 @@ server of the same round. Each round also measures the session work per token
 with no socket at all (:mod:`loadtest.send_path.session_work`, as many sessions):
 its ratio to the bare server's CPU per token is the part of a bare server's
 whole cost that a worker spends before any send path, which bounds what a
-faster send path can gain. It prints the figures and writes a JSON report.
+faster send path can gain. And it measures the socket floor
+(:mod:`loadtest.send_path.socket_floor`: one frame per token per connection
+written to the transport by a server with no WebSocket code, on the round's
+decode clock): session work plus floor is the least a worker's token can cost,
+so the bare server's CPU per token over that sum is the most tokens per core any
+send path can reach against it. It prints the figures and writes a JSON report.
 """
 
 from __future__ import annotations
@@ -47,16 +52,29 @@ def _launch(name: str, config: StreamConfig, log_dir: Path) -> ServerProcess:
     return start_server(name, config, log_dir)
 
 
-def measure_session_work(config: StreamConfig) -> dict[str, Any]:
-    """The socket-free session work per token, in a fresh process (its own loop and heap)."""
+def _measure_apart(module: str, config: StreamConfig, *flags: str) -> dict[str, Any]:
+    """One of the socket-free or WebSocket-free figures, in a fresh process (its own
+    loop and heap), over the round's session count."""
     seconds = max(1.0, min(config.duration, 5.0))
-    command = [sys.executable, "-m", "loadtest.send_path.session_work"]
-    command += ["--sessions", str(config.sessions), "--seconds", str(seconds)]
+    command = [sys.executable, "-m", module, "--sessions", str(config.sessions)]
+    command += ["--seconds", str(seconds), *flags]
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=seconds + 120, check=True
     )
     result: dict[str, Any] = json.loads(done.stdout)
     return result
+
+
+def measure_session_work(config: StreamConfig) -> dict[str, Any]:
+    """The session work per token with no socket (:mod:`loadtest.send_path.session_work`)."""
+    return _measure_apart("loadtest.send_path.session_work", config)
+
+
+def measure_socket_floor(config: StreamConfig) -> dict[str, Any]:
+    """One frame per token per connection with no WebSocket code, on the round's decode
+    clock (:mod:`loadtest.send_path.socket_floor`)."""
+    rate = str(config.decode_rate)
+    return _measure_apart("loadtest.send_path.socket_floor", config, "--decode-rate", rate)
 
 
 def run(config: StreamConfig, rounds: int, log_dir: Path) -> dict[str, Any]:
@@ -70,8 +88,26 @@ def run(config: StreamConfig, rounds: int, log_dir: Path) -> dict[str, Any]:
                 this_round[name] = measure_streaming(server, config)
         print(f"[round {number}] session work, no socket ...", flush=True)
         this_round["session_work"] = measure_session_work(config)
+        print(f"[round {number}] socket floor, no WebSocket code ...", flush=True)
+        this_round["socket_floor"] = measure_socket_floor(config)
+        this_round["floor"] = _floor_of(this_round)
         results["rounds"].append(this_round)
     return results
+
+
+def _floor_of(this_round: dict[str, Any]) -> dict[str, Any]:
+    """The least a worker's token can cost in this round (its session work plus the
+    socket floor), and the most tokens per core that leaves against the bare server."""
+    work = this_round["session_work"]["cpu_us_per_frame"]
+    socket = this_round["socket_floor"]["cpu_us_per_frame"]
+    bare = this_round["bare"]["server_cpu_us_per_token"]
+    if not work or not socket:
+        return {"cpu_us_per_token": None, "most_tokens_per_core_vs_bare": None}
+    least = round(work + socket, 2)
+    return {
+        "cpu_us_per_token": least,
+        "most_tokens_per_core_vs_bare": round(bare / least, 2) if bare else None,
+    }
 
 
 def _ratios(results: dict[str, Any], name: str, base: str, key: str) -> list[float]:
@@ -125,6 +161,24 @@ def build_figures(results: dict[str, Any]) -> list[Figure]:
             median_of("bare", "server_cpu_us_per_token"),
         )
     )
+    figures.append(
+        Figure(
+            "socket floor per frame, no WebSocket code",
+            "us",
+            median_of("socket_floor", "cpu_us_per_frame"),
+            "bare CPU per token",
+            median_of("bare", "server_cpu_us_per_token"),
+        )
+    )
+    figures.append(
+        Figure(
+            "least a worker's token costs (work + floor)",
+            "us",
+            median_of("floor", "cpu_us_per_token"),
+            "bare CPU per token",
+            median_of("bare", "server_cpu_us_per_token"),
+        )
+    )
     for name in ("fast", "worker"):
         figures.append(
             Figure(
@@ -160,6 +214,17 @@ def print_summary(results: dict[str, Any], figures: list[Figure]) -> None:
             + ", ".join(f"{x:.2f}" for x in shares)
             + f"; with a send path that cost nothing, a worker would reach at most"
             f" {1 / statistics.median(shares):.1f}x the bare server's tokens per core"
+        )
+    ceilings = [
+        r["floor"]["most_tokens_per_core_vs_bare"]
+        for r in results["rounds"]
+        if r["floor"]["most_tokens_per_core_vs_bare"]
+    ]
+    if ceilings:
+        print(
+            "with the kernel's send() per frame added (the socket floor), at most: "
+            + ", ".join(f"{x:.2f}x" for x in ceilings)
+            + " the bare server's tokens per core (per round)"
         )
 
 

@@ -17,7 +17,7 @@ def test_a_tiny_run_measures_bare_worker_and_fast_in_one_round(tmp_path: Path) -
     data = json.loads(report.read_text())
     assert data["benchmark"] == "send_path"
     (round_one,) = data["results"]["rounds"]
-    assert set(round_one) == {"bare", "worker", "fast", "session_work"}
+    assert set(round_one) == {"bare", "worker", "fast", "session_work", "socket_floor", "floor"}
     for name in ("bare", "worker", "fast"):
         assert round_one[name]["sessions_opened"] == 4
         assert round_one[name]["tokens_per_s"] > 0
@@ -29,6 +29,16 @@ def test_a_tiny_run_measures_bare_worker_and_fast_in_one_round(tmp_path: Path) -
     assert work["sessions"] == 4
     assert work["frames"] > 0
     assert work["cpu_us_per_frame"] > 0
+    # The socket floor wrote frames to as many connections, and the least a token costs
+    # is the two socket-free figures added up, against the same round's bare server.
+    floor = round_one["socket_floor"]
+    assert floor["sessions"] == 4
+    assert floor["frames"] > 0
+    assert floor["cpu_us_per_frame"] > 0
+    least = round_one["floor"]["cpu_us_per_token"]
+    assert least == round(work["cpu_us_per_frame"] + floor["cpu_us_per_frame"], 2)
+    bare = round_one["bare"]["server_cpu_us_per_token"]
+    assert round_one["floor"]["most_tokens_per_core_vs_bare"] == round(bare / least, 2)
     (share,) = [f for f in data["figures"] if f["name"] == "session work per token, no socket"]
     assert share["baseline_name"] == "bare CPU per token"
     assert share["ratio"] > 0
