@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from pydantic import ValidationError
 
+from wsserver.cli.console import outlive_readers
 from wsserver.cli.event_loop import run_command
 from wsserver.frontdoor.errors import FrontDoorConfigError
 from wsserver.router.server import ROUTER_ENV_PREFIX, Router, RouterSettings
@@ -59,6 +60,8 @@ def run_router(args: argparse.Namespace) -> int:
         print(f"wsserver router: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     level = args.log_level or os.environ.get(ROUTER_ENV_PREFIX + "LOG_LEVEL", "INFO")
+    # Output is for whoever watches; a reader that leaves (| head) must not end it.
+    outlive_readers()
     configure_logging(level, settings.log_format)
     return run_command(_router_async(settings))
 

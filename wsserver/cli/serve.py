@@ -13,6 +13,7 @@ import sys
 
 from pydantic import ValidationError
 
+from wsserver.cli.console import outlive_readers
 from wsserver.cli.demo import demo_settings, run_demo
 from wsserver.cli.event_loop import run_command
 from wsserver.demo_page.endpoint import page_url
@@ -76,6 +77,8 @@ def run_serve(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         print(f"wsserver serve: invalid settings:\n{exc}", file=sys.stderr)
         return 2
+    # Output is for whoever watches; a reader that leaves (| head) must not end it.
+    outlive_readers()
     log_format = configure_logging(args.log_level, settings.log_format)
     _register_secrets(settings)
     # Per-connection open/close lines drown everything else at any real load.
