@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -60,35 +61,28 @@ def _ask(port: int) -> str:
     return asyncio.run(ask())
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_serve_outlives_the_reader_of_its_output(
-    workers: int, redis_server: RedisServer, tmp_path: Path
-) -> None:
-    port = _free_port()
-    store = ["--store", redis_server.url] if workers > 1 else []
+def _run_unread(tmp_path: Path, arguments: list[str], serving: Callable[[], bool]) -> str:
+    """Run ``wsserver ARGUMENTS`` with its stdout's reader gone before the first line,
+    until ``serving()`` holds, then SIGTERM it: it must end with 0. What it logged."""
     errors = (tmp_path / "stderr").open("w+")
-    # The reader of its stdout is gone before the first line (the banner, the group's
-    # "worker ready" lines): each print met a closed pipe and ended the command.
     read_end, write_end = os.pipe()
     os.close(read_end)
     process = subprocess.Popen(
-        [*WSSERVER, "serve", "--port", str(port), "--workers", str(workers), *store],
-        stdout=write_end,
-        stderr=errors,
-        env=cli_env(),
+        [*WSSERVER, *arguments], stdout=write_end, stderr=errors, env=cli_env()
     )
     os.close(write_end)
     try:
         deadline = time.monotonic() + 30
-        answer = None
-        while answer is None:
+        while True:
             assert process.poll() is None, f"it ended: {process.returncode}"
             try:
-                answer = _ask(port)
+                if serving():
+                    break
             except OSError:
-                assert time.monotonic() < deadline, "it never took a session"
-                time.sleep(0.2)
-        assert answer
+                pass
+            assert time.monotonic() < deadline, "it never served"
+            time.sleep(0.2)
+        # Its drain and stop lines meet the closed pipe too.
         process.send_signal(signal.SIGTERM)
         assert process.wait(30) == 0
     finally:
@@ -96,7 +90,19 @@ def test_serve_outlives_the_reader_of_its_output(
             process.kill()
             process.wait()
     errors.seek(0)
-    logged = errors.read()
+    return errors.read()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_serve_outlives_the_reader_of_its_output(
+    workers: int, redis_server: RedisServer, tmp_path: Path
+) -> None:
+    # The reader of its stdout is gone before the first line (the banner, the group's
+    # "worker ready" lines): each print met a closed pipe and ended the command.
+    port = _free_port()
+    store = ["--store", redis_server.url] if workers > 1 else []
+    command = ["serve", "--port", str(port), "--workers", str(workers), *store]
+    logged = _run_unread(tmp_path, command, lambda: bool(_ask(port)))
     assert "Traceback" not in logged
     assert "BrokenPipeError" not in logged
 
@@ -105,33 +111,11 @@ def test_the_router_outlives_the_reader_of_its_output(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
     port = _free_port()
-    errors = (tmp_path / "stderr").open("w+")
-    read_end, write_end = os.pipe()
-    os.close(read_end)
-    process = subprocess.Popen(
-        [*WSSERVER, "router", "--port", str(port), "--store", redis_server.url],
-        stdout=write_end,
-        stderr=errors,
-        env=cli_env(),
-    )
-    os.close(write_end)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            assert process.poll() is None, f"it ended: {process.returncode}"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as reply:
-                    assert reply.status == 200
-                    break
-            except OSError:
-                assert time.monotonic() < deadline, "it never answered"
-                time.sleep(0.2)
-        # Its "shutting down" line meets the closed pipe too.
-        process.send_signal(signal.SIGTERM)
-        assert process.wait(30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    errors.seek(0)
-    assert "Traceback" not in errors.read()
+
+    def answers() -> bool:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as reply:
+            return bool(reply.status == 200)
+
+    command = ["router", "--port", str(port), "--store", redis_server.url]
+    logged = _run_unread(tmp_path, command, answers)
+    assert "Traceback" not in logged
