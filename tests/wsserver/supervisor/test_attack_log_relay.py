@@ -9,6 +9,7 @@ end the relay (the worker would block once its pipe filled) nor the supervision.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -188,12 +189,13 @@ def test_a_line_that_never_ends_is_written_on_in_bounded_pieces() -> None:
     assert max(sink.sizes) <= MAX_PARTIAL_LINE + READ_BYTES
 
 
-def _responses_until_stuck(url: str) -> int:
-    """Ask for short answers until one does not come: its worker is stuck logging."""
+def _answers_until_stuck(url: str, stop: threading.Event) -> int:
+    """Ask for short answers until one does not come (its worker is stuck logging) or
+    ``stop`` is set; how many came."""
     answered = 0
     with ws_connect(url, subprotocols=[Subprotocol(JSON_SUBPROTOCOL)]) as ws:
         ws.send(json.dumps({"type": "session.start"}))
-        while True:
+        while not stop.is_set():
             ws.send(json.dumps({"type": "response.create", "input": "log this"}))
             try:
                 while json.loads(ws.recv(timeout=5))["type"] != "response.done":
@@ -202,6 +204,18 @@ def _responses_until_stuck(url: str) -> int:
                 return answered
             answered += 1
             assert answered < 20_000, "the worker never blocked: nothing fills its stderr?"
+    return answered
+
+
+def _responses_until_stuck(url: str, sessions: int = 32) -> int:
+    """Short answers on ``sessions`` sessions at once (each answer waits out the simulated
+    prefill: one session alone takes ~30 s to fill the pipes) until one stops coming."""
+    stop = threading.Event()
+    with concurrent.futures.ThreadPoolExecutor(sessions) as pool:
+        asking = [pool.submit(_answers_until_stuck, url, stop) for _ in range(sessions)]
+        concurrent.futures.wait(asking, return_when=concurrent.futures.FIRST_COMPLETED)
+        stop.set()
+        return sum(future.result() for future in asking)
 
 
 def test_a_stalled_stderr_reader_leaves_the_group_supervising(
