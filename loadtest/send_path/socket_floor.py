@@ -6,9 +6,12 @@ of ``--decode-rate`` steps per second, writes one frame to every connection per 
 — a server text frame of the size of a text delta, its header built per frame as the
 fast send path builds it — straight to the uvloop transport. A connection whose
 transport holds more than ``--write-limit`` bytes unsent is skipped that step (the
-worker's backpressure: its tokens would merge), so every frame counted went to the
-kernel. Steps missed while behind are not made up: a saturated writer writes as fast
-as it can. It prints one JSON object: frames written and CPU (user, system) per frame.
+worker's backpressure: its tokens would merge), so the writer never runs more than that
+ahead of the kernel on any connection (the reader keeps up: a frame normally goes to the
+kernel in its own ``send()``). Steps missed while behind are not made up: a saturated
+writer writes as fast as it can. It prints one JSON object: frames written and CPU
+(user, system) per frame. The reader ends with its connections (the writer's end, even
+by SIGKILL, closes them); a reader that ends first ends the measurement with an error.
 
 No server that writes one frame per token per connection can cost less than this per
 token on the same machine: it is the kernel's ``send()`` and the event loop's least
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import sys
@@ -44,9 +48,12 @@ def _cpu() -> tuple[float, float]:
 class _Accepted(asyncio.Protocol):
     """One accepted connection: its transport goes to the writer; it reads nothing."""
 
-    def __init__(self, transports: list[asyncio.WriteTransport], ready: asyncio.Event) -> None:
+    def __init__(
+        self, transports: list[asyncio.WriteTransport], ready: asyncio.Event, lost: asyncio.Event
+    ) -> None:
         self.transports = transports
         self.ready = ready
+        self.lost = lost
         self.wanted = 0
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -54,6 +61,9 @@ class _Accepted(asyncio.Protocol):
         self.transports.append(cast(asyncio.WriteTransport, transport))
         if len(self.transports) >= self.wanted:
             self.ready.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost.set()
 
 
 def _frame(payload: bytes) -> bytes:
@@ -64,10 +74,10 @@ def _frame(payload: bytes) -> bytes:
 async def _write(sessions: int, rate: float, seconds: float, warmup: float, limit: int) -> Any:
     loop = asyncio.get_running_loop()
     transports: list[asyncio.WriteTransport] = []
-    ready = asyncio.Event()
+    ready, lost = asyncio.Event(), asyncio.Event()
 
     def accepted() -> _Accepted:
-        protocol = _Accepted(transports, ready)
+        protocol = _Accepted(transports, ready, lost)
         protocol.wanted = sessions
         return protocol
 
@@ -76,7 +86,7 @@ async def _write(sessions: int, rate: float, seconds: float, warmup: float, limi
     command = [sys.executable, "-m", "loadtest.send_path.socket_floor", "--read", str(port)]
     reader = await asyncio.create_subprocess_exec(*command, "--sessions", str(sessions))
     try:
-        await asyncio.wait_for(ready.wait(), timeout=60)
+        await _connected(ready, reader)
         interval = 1.0 / rate
         counted = False
         frames = 0
@@ -88,42 +98,72 @@ async def _write(sessions: int, rate: float, seconds: float, warmup: float, limi
                 counted, frames, before, measured_from = True, 0, _cpu(), now
             if counted and now - measured_from >= seconds:
                 break
+            if lost.is_set():
+                raise ReaderGone("the reader process's connections closed mid-measurement")
             for transport in transports:
                 if transport.get_write_buffer_size() <= limit:
                     transport.write(_frame(_PAYLOAD))
                     frames += 1
             next_step = max(next_step + interval, now)
             await asyncio.sleep(max(0.0, next_step - time.monotonic()))
-        after = _cpu()
+        after, measured = _cpu(), time.monotonic() - measured_from
     finally:
         server.close()
         for transport in transports:
             transport.abort()
-        reader.kill()
+        with contextlib.suppress(ProcessLookupError):
+            reader.kill()
         await reader.wait()
     user, system = after[0] - before[0], after[1] - before[1]
     return {
         "sessions": sessions,
         "decode_rate": rate,
-        "seconds": seconds,
+        "seconds": round(measured, 3),
         "frames": frames,
-        "frames_per_s": round(frames / seconds),
+        "frames_per_s": round(frames / measured),
         "cpu_us_per_frame": round((user + system) / frames * 1e6, 2) if frames else None,
         "user_us_per_frame": round(user / frames * 1e6, 2) if frames else None,
         "system_us_per_frame": round(system / frames * 1e6, 2) if frames else None,
     }
 
 
+class ReaderGone(RuntimeError):
+    """The reader process ended (or could not connect) before the measurement did."""
+
+
+async def _connected(ready: asyncio.Event, reader: asyncio.subprocess.Process) -> None:
+    """Wait for every connection, or fail at once if the reader ends first (60 s at most)."""
+    connecting = asyncio.ensure_future(ready.wait())
+    ended = asyncio.ensure_future(reader.wait())
+    done, _ = await asyncio.wait((connecting, ended), timeout=60, return_when="FIRST_COMPLETED")
+    connecting.cancel()
+    ended.cancel()
+    if connecting not in done:
+        status = reader.returncode
+        raise ReaderGone(f"the reader did not connect (it ended with {status})")
+
+
 class _Drain(asyncio.Protocol):
+    def __init__(self, closed: asyncio.Future[None]) -> None:
+        self.closed = closed
+
     def data_received(self, data: bytes) -> None:
         """Read and forget (a client that keeps up)."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # The writer is done (or dead): nothing is left to read.
+        if not self.closed.done():
+            self.closed.set_result(None)
 
 
 async def _read(port: int, sessions: int) -> None:
     loop = asyncio.get_running_loop()
-    connections = [await loop.create_connection(_Drain, "127.0.0.1", port) for _ in range(sessions)]
-    # Kept open (and referenced) until the writer's process kills this one.
-    await loop.create_future()
+    closed: asyncio.Future[None] = loop.create_future()
+    connections = [
+        await loop.create_connection(lambda: _Drain(closed), "127.0.0.1", port)
+        for _ in range(sessions)
+    ]
+    await closed
     del connections
 
 
@@ -139,13 +179,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--read", type=int, metavar="PORT", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.sessions < 1 or args.seconds <= 0 or args.decode_rate <= 0 or args.warmup < 0:
+        parser.error("--sessions must be >= 1, --seconds and --decode-rate > 0, --warmup >= 0")
     raise_fd_limit()
-    sessions = max(1, args.sessions)
+    sessions = args.sessions
     if args.read is not None:
         uvloop.run(_read(args.read, sessions))
         return 0
-    rate = max(args.decode_rate, 0.1)
-    result = uvloop.run(_write(sessions, rate, args.seconds, args.warmup, args.write_limit))
+    try:
+        result = uvloop.run(
+            _write(sessions, args.decode_rate, args.seconds, args.warmup, args.write_limit)
+        )
+    except ReaderGone as exc:
+        print(f"socket_floor: {exc}", file=sys.stderr)
+        return 1
     print(json.dumps(result))
     return 0
 

@@ -2,11 +2,12 @@
 
 ``wsserver serve | head -3`` closes the pipe once ``head`` has its lines, and the next
 line the server prints would raise ``BrokenPipeError`` and end it (a group's supervisor
-at its banner, a worker at its first ``stopped`` line). What a long-running command
-prints is for a person watching: once no one reads it, it goes nowhere and the server
-goes on serving. The first write that finds the reader gone points the file descriptor
-at ``/dev/null``, so what is still buffered, later lines and the interpreter's last
-flush all succeed.
+at its banner, a worker at its first ``stopped`` line); a closed terminal (EIO) or a
+full disk (ENOSPC) the same. What a long-running command prints is for a person
+watching: once it cannot be written, it goes nowhere and the server goes on serving.
+The first write that fails so points the file descriptor at ``/dev/null``, so what is
+still buffered, later lines and the interpreter's last flush all succeed. (A full disk
+that frees up again gets no more lines: they are not worth a server's stop.)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import TextIO
 
 
 class ReaderSafeStream(io.TextIOBase):
-    """A text stream that writes to ``stream`` until its reader is gone, then nowhere."""
+    """A text stream that writes to ``stream`` until a write fails, then nowhere."""
 
     def __init__(self, stream: TextIO) -> None:
         super().__init__()
@@ -27,18 +28,24 @@ class ReaderSafeStream(io.TextIOBase):
         self.reader_gone = False
 
     def write(self, text: str, /) -> int:
-        """Write ``text`` (its length, written or not once the reader is gone)."""
+        """Write ``text`` (its length, written or not once the stream is given up)."""
         try:
             return self._stream.write(text)
-        except BrokenPipeError:
+        except BlockingIOError:
+            # A non-blocking descriptor that is full for now: this text is dropped, the
+            # stream is not given up.
+            return len(text)
+        except OSError:
             self._lost()
             return len(text)
 
     def flush(self) -> None:
-        """Flush, unless the reader left (then what was buffered is dropped)."""
+        """Flush, unless the stream cannot be written (then what was buffered is dropped)."""
         try:
             self._stream.flush()
-        except BrokenPipeError:
+        except BlockingIOError:
+            return
+        except OSError:
             self._lost()
 
     def _lost(self) -> None:

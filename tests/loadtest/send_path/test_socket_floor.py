@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 
 def _floor(*flags: str) -> dict[str, float]:
@@ -36,3 +38,46 @@ def test_a_connection_past_the_write_limit_is_skipped_and_not_counted() -> None:
     )
     assert skipped["frames"] == 0
     assert skipped["cpu_us_per_frame"] is None
+
+
+def _children(pid: int) -> list[int]:
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(child) for child in path.read_text().split()] if path.exists() else []
+
+
+def test_the_reader_ends_with_the_writer_even_a_killed_one() -> None:
+    command = [sys.executable, "-m", "loadtest.send_path.socket_floor", "--sessions", "3"]
+    writer = subprocess.Popen([*command, "--seconds", "60"], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not (readers := _children(writer.pid)):
+            assert time.monotonic() < deadline, "no reader process"
+            time.sleep(0.1)
+        time.sleep(1)  # connected and reading
+        (reader,) = readers
+        writer.kill()
+        writer.wait()
+        # Its connections closed with the writer: the reader sees it and ends.
+        deadline = time.monotonic() + 15
+        while Path(f"/proc/{reader}").exists() and "Z" not in _state(reader):
+            assert time.monotonic() < deadline, "the reader outlived its writer"
+            time.sleep(0.1)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def test_nonsense_arguments_are_refused() -> None:
+    command = [sys.executable, "-m", "loadtest.send_path.socket_floor"]
+    for flags in (["--sessions", "0"], ["--seconds", "0"], ["--decode-rate", "-1"]):
+        done = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, flags
+        assert "must be" in done.stderr

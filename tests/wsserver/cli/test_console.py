@@ -33,6 +33,16 @@ def test_writes_after_the_reader_left_go_nowhere_and_raise_nothing() -> None:
         assert Path(f"/proc/self/fd/{write_end}").resolve() == Path(os.devnull)
 
 
+def test_a_full_disk_or_a_closed_terminal_is_given_up_like_a_closed_pipe() -> None:
+    # /dev/full fails every write with ENOSPC (a closed terminal fails with EIO).
+    with open("/dev/full", "w", buffering=1) as full:
+        stream = ReaderSafeStream(full)
+        print("banner", file=stream, flush=True)
+        assert stream.reader_gone
+        print("more", file=stream, flush=True)
+        assert Path(f"/proc/self/fd/{full.fileno()}").resolve() == Path(os.devnull)
+
+
 def test_a_stream_with_its_reader_keeps_writing_to_it(tmp_path: Path) -> None:
     path = tmp_path / "out"
     with path.open("w") as file:
@@ -61,12 +71,18 @@ def _ask(port: int) -> str:
     return asyncio.run(ask())
 
 
-def _run_unread(tmp_path: Path, arguments: list[str], serving: Callable[[], bool]) -> str:
-    """Run ``wsserver ARGUMENTS`` with its stdout's reader gone before the first line,
-    until ``serving()`` holds, then SIGTERM it: it must end with 0. What it logged."""
+def _run_unread(
+    tmp_path: Path, arguments: list[str], serving: Callable[[], bool], *, full: bool = False
+) -> str:
+    """Run ``wsserver ARGUMENTS`` with its stdout's reader gone before the first line
+    (``full``: its stdout a full disk), until ``serving()`` holds, then SIGTERM it: it
+    must end with 0. What it logged."""
     errors = (tmp_path / "stderr").open("w+")
-    read_end, write_end = os.pipe()
-    os.close(read_end)
+    if full:
+        write_end = os.open("/dev/full", os.O_WRONLY)
+    else:
+        read_end, write_end = os.pipe()
+        os.close(read_end)
     process = subprocess.Popen(
         [*WSSERVER, *arguments], stdout=write_end, stderr=errors, env=cli_env()
     )
@@ -105,6 +121,13 @@ def test_serve_outlives_the_reader_of_its_output(
     logged = _run_unread(tmp_path, command, lambda: bool(_ask(port)))
     assert "Traceback" not in logged
     assert "BrokenPipeError" not in logged
+
+
+def test_serve_outlives_a_full_disk_under_its_output(tmp_path: Path) -> None:
+    port = _free_port()
+    command = ["serve", "--port", str(port), "--workers", "1"]
+    logged = _run_unread(tmp_path, command, lambda: bool(_ask(port)), full=True)
+    assert "Traceback" not in logged
 
 
 def test_the_router_outlives_the_reader_of_its_output(
