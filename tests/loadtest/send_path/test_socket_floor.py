@@ -77,7 +77,6 @@ def _state(pid: int) -> str:
 
 def test_nonsense_arguments_are_refused() -> None:
     command = [sys.executable, "-m", "loadtest.send_path.socket_floor"]
-    for flags in (["--sessions", "0"], ["--seconds", "0"], ["--decode-rate", "-1"]):
-        done = subprocess.run([*command, *flags], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 2, flags
-        assert "must be" in done.stderr
+    done = subprocess.run([*command, "--seconds", "0"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "must be" in done.stderr

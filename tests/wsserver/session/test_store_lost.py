@@ -39,6 +39,7 @@ async def test_the_owner_writes_a_lost_record_again(
     resumed = await again.until("session.ready")
     assert resumed["session_id"] == ready["session_id"]
     await again.send({"type": "response.create", "input": "on b"})
-    assert (await again.until("response.done"))["status"] == "completed"
+    finished = await again.until("response.done")
+    assert finished["status"] == "completed", finished
     assert text_of(again.seen)
     await again.close()
