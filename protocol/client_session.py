@@ -8,6 +8,7 @@ whether to reconnect, and builds the resume request.
 from __future__ import annotations
 
 import enum
+from collections import deque
 from typing import Any
 
 from protocol.codes import Disposition, ErrorCode, close_disposition
@@ -38,6 +39,10 @@ class ClientState(enum.Enum):
     CLOSED = "closed"
 
 
+_ENDED_KEPT = 64
+"""Ended responses remembered, to drop a second end of one (see ``ClientSession.ended``)."""
+
+
 class SequenceGap(ProtocolError):
     """The server skipped a seq: a server bug, never papered over."""
 
@@ -56,6 +61,15 @@ class ClientSession:
         self.open_responses: list[str] = []
         self.created_seq: dict[str, int] = {}
         """Seq of each open response's ``response.created``."""
+        self.ended: deque[str] = deque(maxlen=_ENDED_KEPT)
+        """The last responses the application saw end (``response.done`` or truncated).
+
+        A worker that died after its client saw a response's ``response.done``, and
+        before storing it, leaves the response running in the store: the worker that
+        takes the session over ends it ``failed``. That second end is dropped (counted
+        in ``duplicate_ends``), so the application sees each response end once.
+        """
+        self.duplicate_ends = 0
         self.close_code: int | None = None
 
     # -- outgoing --------------------------------------------------------
@@ -110,10 +124,20 @@ class ClientSession:
         if msg_type == "response.created" and isinstance(response_id, str):
             self.open_responses.append(response_id)
             self.created_seq[response_id] = seq
-        elif msg_type == "response.done" and response_id in self.open_responses:
-            self.open_responses.remove(response_id)
-            self.created_seq.pop(response_id, None)
+        elif msg_type == "response.done" and isinstance(response_id, str):
+            if response_id in self.open_responses:
+                self._forget(response_id)
+            elif response_id in self.ended:
+                self.duplicate_ends += 1
+                return []
         return [message]
+
+    def _forget(self, response_id: str) -> None:
+        """The response ended for the application."""
+        if response_id in self.open_responses:
+            self.open_responses.remove(response_id)
+        self.created_seq.pop(response_id, None)
+        self.ended.append(response_id)
 
     def _on_ready(self, message: dict[str, Any]) -> list[dict[str, Any]]:
         session_id = message.get("session_id")
@@ -163,12 +187,13 @@ class ClientSession:
     def _truncate_created_after(self, seq: int) -> list[dict[str, Any]]:
         lost = [rid for rid in self.open_responses if self.created_seq.get(rid, 0) > seq]
         for rid in lost:
-            self.open_responses.remove(rid)
+            self._forget(rid)
         return [{"type": TRUNCATED, "response_id": rid, "reason": "worker_lost"} for rid in lost]
 
     def _truncate_open(self, reason: str) -> list[dict[str, Any]]:
         events = [
             {"type": TRUNCATED, "response_id": rid, "reason": reason} for rid in self.open_responses
         ]
-        self.open_responses.clear()
+        for event in events:
+            self._forget(event["response_id"])
         return events

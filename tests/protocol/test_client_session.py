@@ -99,3 +99,48 @@ def test_acks_every_n_events() -> None:
     client.receive({"type": "error", "seq": 2, "code": "x", "message": "m"})
     assert client.ack_message() == {"type": "ack", "seq": 2}
     assert client.ack_message(force=True) is None
+
+
+def test_a_second_end_of_a_response_after_a_takeover_is_dropped() -> None:
+    """The old worker died after the client saw r1 end, before storing it: the new owner
+    ends r1 ``failed`` after the resume. The application sees r1 end once."""
+    client = ClientSession()
+    _ready(client)
+    client.receive({"type": "response.created", "seq": 1, "response_id": "r1"})
+    completed = {"type": "response.done", "seq": 2, "response_id": "r1", "status": "completed"}
+    assert client.receive(completed) == [completed]
+    client.connection_lost(None)
+    client.resume_message()
+    ready = {"type": "session.ready", "session_id": "s1", "lost_after_seq": 1}
+    assert client.receive(ready) == [ready]
+    failed = {"type": "response.done", "seq": 3, "response_id": "r1", "status": "failed"}
+    assert client.receive(failed) == []
+    assert client.duplicate_ends == 1 and client.last_seq == 3
+    # A response the client never saw start still reaches the application.
+    other = {"type": "response.done", "seq": 4, "response_id": "r0", "status": "failed"}
+    assert client.receive(other) == [other]
+
+
+def test_a_response_ended_as_truncated_does_not_end_again() -> None:
+    client = ClientSession()
+    _ready(client)
+    client.receive({"type": "response.created", "seq": 1, "response_id": "r1"})
+    client.connection_lost(None)
+    client.resume_message()
+    ready = {"type": "session.ready", "session_id": "s1", "lost_after_seq": 0}
+    assert client.receive(ready)[1] == {
+        "type": TRUNCATED,
+        "response_id": "r1",
+        "reason": "worker_lost",
+    }
+    late = {"type": "response.done", "seq": 2, "response_id": "r1", "status": "failed"}
+    assert client.receive(late) == []
+
+
+def test_only_the_last_ended_responses_are_remembered() -> None:
+    client = ClientSession()
+    _ready(client)
+    for n in range(100):
+        client.receive({"type": "response.created", "seq": 2 * n + 1, "response_id": f"r{n}"})
+        client.receive({"type": "response.done", "seq": 2 * n + 2, "response_id": f"r{n}"})
+    assert len(client.ended) == 64 and client.ended[-1] == "r99"

@@ -280,9 +280,12 @@ class RealtimeConnection(Connection):
         if request is None:
             return None
         config = self.dialect.config if self.dialect else self._resumed_config(runtime)
-        history = runtime.session.replay_after(runtime.acked_seq)
-        first = history[0] if history else None
         try:
+            # The rebuild starts at the acked quiet point: a long answer since may have
+            # pushed it out of the replay (replay_unavailable), although the seen event
+            # itself is still there.
+            history = runtime.session.replay_after(runtime.acked_seq)
+            first = history[0] if history else None
             if first is not None and first.response_id and first.type != "response.created":
                 # Taken over from a stored log trimmed inside a response: no quiet point
                 # to rebuild from (the same worker refuses this as replay_unavailable too).

@@ -11,6 +11,9 @@
 import { closeDisposition, RESUME_FATAL, type Disposition } from "./codes.js";
 import type { ClientMessage, ResponseTruncated, ServerEvent, ServerMessageBase } from "./events.js";
 
+/** Ended responses remembered, to drop a second end of one (see {@link ClientSession.ended}). */
+const ENDED_KEPT = 64;
+
 /** Where the client session stands. */
 export type ClientState = "new" | "opening" | "open" | "disconnected" | "resuming" | "closed";
 
@@ -42,6 +45,16 @@ export class ClientSession {
   /** Responses that got `response.created` and no `response.done` yet, in order. */
   readonly openResponses: string[] = [];
   private readonly createdSeq = new Map<string, number>();
+  /**
+   * The last responses the application saw end (`response.done` or truncated). A worker
+   * that died after its client saw a response's `response.done`, and before storing it,
+   * leaves the response running in the store: the worker that takes the session over
+   * ends it `failed`. That second end is dropped (counted in {@link duplicateEnds}), so
+   * the application sees each response end once.
+   */
+  readonly ended: string[] = [];
+  /** Second ends of a response dropped (see {@link ended}). */
+  duplicateEnds = 0;
 
   /** @param ackEvery - send an `ack` after this many new events (default 32). */
   constructor(readonly ackEvery = 32) {}
@@ -135,7 +148,12 @@ export class ClientSession {
       this.openResponses.push(responseId);
       this.createdSeq.set(responseId, seq);
     } else if (type === "response.done" && typeof responseId === "string") {
-      this.forget(responseId);
+      if (this.openResponses.includes(responseId)) {
+        this.forget(responseId);
+      } else if (this.ended.includes(responseId)) {
+        this.duplicateEnds += 1;
+        return [];
+      }
     }
     return [message];
   }
@@ -187,10 +205,13 @@ export class ClientSession {
     return this.truncateOpen(reason);
   }
 
+  /** The response ended for the application. */
   private forget(responseId: string): void {
     const index = this.openResponses.indexOf(responseId);
     if (index >= 0) this.openResponses.splice(index, 1);
     this.createdSeq.delete(responseId);
+    this.ended.push(responseId);
+    if (this.ended.length > ENDED_KEPT) this.ended.shift();
   }
 
   private truncateCreatedAfter(seq: number): ResponseTruncated[] {
@@ -200,10 +221,9 @@ export class ClientSession {
   }
 
   private truncateOpen(reason: string): ResponseTruncated[] {
-    const events = this.openResponses.map((id) => truncated(id, reason));
-    this.openResponses.length = 0;
-    this.createdSeq.clear();
-    return events;
+    const ids = [...this.openResponses];
+    for (const id of ids) this.forget(id);
+    return ids.map((id) => truncated(id, reason));
   }
 }
 

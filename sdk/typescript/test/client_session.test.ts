@@ -74,6 +74,35 @@ test("a resumed ready keeps the token and last seq; lost_after_seq ends later re
   assert.equal(session.lastSeq, 3);
 });
 
+test("a second end of a response after a takeover is dropped; one never seen passes", () => {
+  // The old worker died after the client saw resp_1 end, before storing it: the new
+  // owner ends resp_1 failed after the resume. The application sees it end once.
+  const session = opened();
+  session.receive(ev(1, "response.created"));
+  session.receive(ev(2, "response.done", { status: "completed" }));
+  session.connectionLost(undefined);
+  session.resumeMessage();
+  session.receive(ready({ resumed: true, last_seq: 2, resume_token: undefined, lost_after_seq: 1 }));
+  assert.deepEqual(session.receive(ev(3, "response.done", { status: "failed" })), []);
+  assert.equal(session.duplicateEnds, 1);
+  assert.equal(session.lastSeq, 3);
+  const unseen = ev(4, "response.done", { response_id: "resp_0", status: "failed" });
+  assert.deepEqual(session.receive(unseen), [unseen]);
+});
+
+test("a response ended as truncated does not end again; 64 ends are remembered", () => {
+  const session = opened();
+  session.receive(ev(1, "response.created"));
+  session.giveUp("reconnect_exhausted");
+  assert.deepEqual(session.receive(ev(2, "response.done", { status: "failed" })), []);
+  for (let n = 0; n < 100; n += 1) {
+    session.receive(ev(3 + 2 * n, "response.created", { response_id: `r${n}` }));
+    session.receive(ev(4 + 2 * n, "response.done", { response_id: `r${n}` }));
+  }
+  assert.equal(session.ended.length, 64);
+  assert.equal(session.ended[63], "r99");
+});
+
 test("close codes decide: terminal, resume, and nothing to resume before ready", () => {
   const session = opened();
   assert.equal(session.connectionLost(4005), "terminal");

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import redis.asyncio as redis_asyncio
 
@@ -23,11 +24,19 @@ async def test_the_owner_writes_a_lost_record_again(
         await store.flushdb()  # what a Redis restarted without its data holds
         await client.send({"type": "response.create", "input": "after"})
         done = await client.until("response.done")
-        for _ in range(500):  # the next batch finds the record gone; the owner writes it again
-            if await store.keys("wss:*:meta"):
-                break
+        # The next batch finds the record gone; the owner writes it again, then the
+        # events up to the answer's end (a takeover before that would rightly end the
+        # answer `failed`: the store would still have it running).
+        stored_seq = 0
+        for _ in range(500):
+            if metas := await store.keys("wss:*:meta"):
+                stream = await store.hget(metas[0], "stream")
+                stored_seq = json.loads(stream)["last_seq"] if stream else 0
+                if stored_seq >= done["seq"]:
+                    break
             await asyncio.sleep(0.02)
         assert len(await store.keys("wss:*:meta")) == 1, "the record was written again"
+        assert stored_seq >= done["seq"], (stored_seq, done["seq"])
     finally:
         await store.aclose()
     client.abort()  # a dropped connection: the session waits for a resume (a close ends it)

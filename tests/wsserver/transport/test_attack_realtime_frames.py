@@ -12,8 +12,11 @@ import json
 import socket
 from typing import Any
 
+import pytest
 from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
 
+from protocol.codes import CloseCode
 from protocol.dialects.realtime.event_ids import parse_event_id
 from tests.wsserver.conftest import StartServer, url_of
 from tests.wsserver.wire import wait_until
@@ -52,6 +55,17 @@ async def _until(ws: ClientConnection, kind: str) -> list[dict[str, Any]]:
     return events
 
 
+async def _answered(url: str) -> tuple[ClientConnection, dict[str, Any], list[dict[str, Any]]]:
+    """A session asked one text answer: its connection, session.created, the answer."""
+    first = await connect(url + "/v1/realtime?model=m", compression=None, max_size=None)
+    created = await _receive(first)
+    await _receive(first)  # conversation.created
+    for event in (TEXT_ONLY, {"type": "conversation.item.create", "item": USER_ITEM}):
+        await first.send(json.dumps(event))
+    await first.send(json.dumps({"type": "response.create"}))
+    return first, created, await _until(first, "rate_limits.updated")
+
+
 async def test_an_error_queued_while_an_event_is_half_written_follows_all_of_it(
     start_server: StartServer,
 ) -> None:
@@ -62,15 +76,13 @@ async def test_an_error_queued_while_an_event_is_half_written_follows_all_of_it(
         answer_tokens=6000,
         max_output_tokens=6000,
         decode_rate=100_000.0,
+        # The whole answer stays buffered, however many frames its deltas became (that
+        # depends on how fast this client read them): the resume must be served.
+        replay_max_events=20_000,
+        replay_max_bytes=64 << 20,
     )
     url = url_of(server)
-    first = await connect(url + "/v1/realtime?model=m", compression=None, max_size=None)
-    created = await _receive(first)
-    await _receive(first)  # conversation.created
-    for event in (TEXT_ONLY, {"type": "conversation.item.create", "item": USER_ITEM}):
-        await first.send(json.dumps(event))
-    await first.send(json.dumps({"type": "response.create"}))
-    answer = await _until(first, "rate_limits.updated")
+    first, created, answer = await _answered(url)
     done_at = next(i for i, e in enumerate(answer) if e["type"] == "response.output_text.done")
     seen = next(e["event_id"] for e in reversed(answer[:done_at]) if parse_event_id(e["event_id"]))
     first.transport.abort()  # dropped, not closed: the session waits to be resumed
@@ -105,3 +117,36 @@ async def test_an_error_queued_while_an_event_is_half_written_follows_all_of_it(
     # The error's id names the last session event before it on the wire.
     assert events[-1]["event_id"].startswith(f"event_{last.seq}_{last.index}_c"), events[-1]
     await second.close()
+
+
+async def test_an_answer_longer_than_the_replay_refuses_the_resume_in_band(
+    start_server: StartServer,
+) -> None:
+    """The rebuild starts at the quiet point before the answer; an answer of more events
+    than the replay holds has pushed that out (the seen event is still there): the
+    resume is refused with ``replay_unavailable`` and a named close, never a crash."""
+    server = await start_server(
+        replay_max_events=16, answer_tokens=100, max_output_tokens=100, decode_rate=2000.0
+    )
+    url = url_of(server)
+    first, created, answer = await _answered(url)
+    deltas = [e for e in answer if e["type"] == "response.output_text.delta"]
+    assert len(deltas) > 16, "the answer's events outnumber the replay"
+    seen = next(e["event_id"] for e in reversed(answer) if parse_event_id(e["event_id"]))
+    first.transport.abort()
+    await wait_until(lambda: not server.connections)
+    second = await connect(
+        url + "/v1/realtime?model=m",
+        compression=None,
+        additional_headers={
+            "X-Wsserver-Session": created["resume"]["session_id"],
+            "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+            "X-Wsserver-Last-Event-Id": seen,
+        },
+    )
+    refusal = await _receive(second)
+    assert refusal["type"] == "error", refusal
+    assert refusal["error"]["code"] == "replay_unavailable", refusal
+    with pytest.raises(ConnectionClosed):
+        await second.recv()
+    assert second.close_code == CloseCode.POLICY_VIOLATION

@@ -8,6 +8,8 @@
  * @packageDocumentation
  */
 import { closeDisposition, RESUME_FATAL } from "./codes.js";
+/** Ended responses remembered, to drop a second end of one (see {@link ClientSession.ended}). */
+const ENDED_KEPT = 64;
 /** The server skipped a seq: a server bug, never papered over (the SDK resumes instead). */
 export class SequenceGap extends Error {
     name = "SequenceGap";
@@ -27,6 +29,16 @@ export class ClientSession {
     /** Responses that got `response.created` and no `response.done` yet, in order. */
     openResponses = [];
     createdSeq = new Map();
+    /**
+     * The last responses the application saw end (`response.done` or truncated). A worker
+     * that died after its client saw a response's `response.done`, and before storing it,
+     * leaves the response running in the store: the worker that takes the session over
+     * ends it `failed`. That second end is dropped (counted in {@link duplicateEnds}), so
+     * the application sees each response end once.
+     */
+    ended = [];
+    /** Second ends of a response dropped (see {@link ended}). */
+    duplicateEnds = 0;
     /** @param ackEvery - send an `ack` after this many new events (default 32). */
     constructor(ackEvery = 32) {
         this.ackEvery = ackEvery;
@@ -119,7 +131,13 @@ export class ClientSession {
             this.createdSeq.set(responseId, seq);
         }
         else if (type === "response.done" && typeof responseId === "string") {
-            this.forget(responseId);
+            if (this.openResponses.includes(responseId)) {
+                this.forget(responseId);
+            }
+            else if (this.ended.includes(responseId)) {
+                this.duplicateEnds += 1;
+                return [];
+            }
         }
         return [message];
     }
@@ -168,11 +186,15 @@ export class ClientSession {
         this.state = "closed";
         return this.truncateOpen(reason);
     }
+    /** The response ended for the application. */
     forget(responseId) {
         const index = this.openResponses.indexOf(responseId);
         if (index >= 0)
             this.openResponses.splice(index, 1);
         this.createdSeq.delete(responseId);
+        this.ended.push(responseId);
+        if (this.ended.length > ENDED_KEPT)
+            this.ended.shift();
     }
     truncateCreatedAfter(seq) {
         const lost = this.openResponses.filter((id) => (this.createdSeq.get(id) ?? 0) > seq);
@@ -181,10 +203,10 @@ export class ClientSession {
         return lost.map((id) => truncated(id, "worker_lost"));
     }
     truncateOpen(reason) {
-        const events = this.openResponses.map((id) => truncated(id, reason));
-        this.openResponses.length = 0;
-        this.createdSeq.clear();
-        return events;
+        const ids = [...this.openResponses];
+        for (const id of ids)
+            this.forget(id);
+        return ids.map((id) => truncated(id, reason));
     }
 }
 function truncated(responseId, reason) {
