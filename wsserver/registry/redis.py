@@ -46,9 +46,23 @@ def worker_key(worker_id: str) -> str:
 class RedisWorkerRegistry:
     """The shared registry of a deployment's workers and routers."""
 
-    def __init__(self, redis_url: str, *, ttl: float = 6.0, timeout: float = 0.5) -> None:
+    def __init__(
+        self,
+        redis_url: str,
+        *,
+        ttl: float = 6.0,
+        timeout: float = 0.5,
+        max_connections: int | None = None,
+        name: str | None = None,
+    ) -> None:
         self.ttl = ttl
-        self.client = RedisClient(redis_url, timeout=timeout, unavailable=RegistryUnavailable)
+        self.client = RedisClient(
+            redis_url,
+            timeout=timeout,
+            unavailable=RegistryUnavailable,
+            max_connections=max_connections,
+            name=name,
+        )
         self.redis = self.client.redis
         self._prune = self.client.script(_PRUNE)
 

@@ -90,7 +90,12 @@ class Router:
 
     def __init__(self, settings: RouterSettings, registry: WorkerRegistry | None = None) -> None:
         self.settings = settings
-        self.registry = registry or open_registry(settings.store, timeout=settings.store_timeout)
+        self.registry = registry or open_registry(
+            settings.store,
+            timeout=settings.store_timeout,
+            max_connections=settings.store_max_connections or None,
+            name="wsserver-router",
+        )
         self.workers: list[WorkerInfo] = []
         """Live workers as of the last successful refresh (kept while Redis is down)."""
         self.registry_up = False

@@ -28,6 +28,13 @@ class RouterSettings(FrontDoorSettings):
         description="the workers' Redis store (redis+cluster://… for a Redis Cluster)",
     )
     store_timeout: float = Field(0.5, gt=0, description="seconds before a Redis call fails")
+    store_max_connections: int = Field(
+        64,
+        ge=0,
+        le=100_000,
+        description="most connections to Redis, to each node; a call past them waits up to "
+        "--store-timeout (0: no limit)",
+    )
     refresh_interval: float = Field(1.0, gt=0, description="seconds between worker list reads")
     connect_timeout: float = Field(
         2.0, gt=0, description="seconds for a worker to accept, and again to answer the upgrade"

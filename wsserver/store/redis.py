@@ -48,11 +48,23 @@ class RedisSessionStore:
     shared = True
 
     def __init__(
-        self, url: str, limits: StoreLimits | None = None, *, timeout: float = 0.5
+        self,
+        url: str,
+        limits: StoreLimits | None = None,
+        *,
+        timeout: float = 0.5,
+        max_connections: int | None = None,
+        name: str | None = None,
     ) -> None:
         self.url = url
         self.limits = limits or StoreLimits()
-        self.client = RedisClient(url, timeout=timeout, unavailable=SessionStoreUnavailable)
+        self.client = RedisClient(
+            url,
+            timeout=timeout,
+            unavailable=SessionStoreUnavailable,
+            max_connections=max_connections,
+            name=name,
+        )
         self.redis = self.client.redis
         script = self.client.script
         self._append = script(redis_scripts.APPEND)

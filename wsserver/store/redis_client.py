@@ -50,12 +50,38 @@ def deliver_swallowed_cancel() -> None:
         raise asyncio.CancelledError
 
 
-class RedisClient:
-    """A Redis connection with bounded calls that fail as ``unavailable``."""
+_UNBOUNDED_POOL = 2**31
 
-    def __init__(self, url: str, *, timeout: float, unavailable: type[Exception]) -> None:
+
+def connection_name(name: str | None) -> str | None:
+    """``name`` as Redis takes it (printable ASCII, no spaces; else the connection fails)."""
+    if not name:
+        return None
+    return "".join(c if "!" <= c <= "~" else "_" for c in name)[:64]
+
+
+class RedisClient:
+    """A Redis connection with bounded calls that fail as ``unavailable``.
+
+    ``max_connections`` bounds the calls in flight at once (``None``: no bound), and so
+    the connections its pool opens: to a single Redis, and to each node of a cluster.
+    A call beyond it waits for one to end, at most ``timeout`` seconds, then fails as
+    ``unavailable`` like a Redis that did not answer. ``name`` is given to every
+    connection (``CLIENT SETNAME``), so ``CLIENT LIST`` tells whose it is.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float,
+        unavailable: type[Exception],
+        max_connections: int | None = None,
+        name: str | None = None,
+    ) -> None:
         self.cluster = url.startswith(CLUSTER_SCHEMES)
         """Whether this is a Redis Cluster (every multi-key call stays in one slot)."""
+        name = connection_name(name)
         self.redis: Redis | RedisCluster
         if self.cluster:
             # No retries here either: a failed node's call fails at once, and the
@@ -70,6 +96,8 @@ class RedisClient:
                 socket_connect_timeout=timeout,
                 retry=Retry(NoBackoff(), 0),
                 decode_responses=False,
+                client_name=name,
+                max_connections=_UNBOUNDED_POOL,  # per node; as below
             )
         else:
             self.redis = Redis.from_url(
@@ -79,8 +107,16 @@ class RedisClient:
                 retry=Retry(NoBackoff(), 0),
                 retry_on_timeout=False,
                 decode_responses=False,
+                client_name=name,
+                # The pool's own bound (100 by default in redis 8) fails a call past it
+                # ("Too many connections") instead of waiting: the bound is ours, above.
+                max_connections=_UNBOUNDED_POOL,
             )
         self._unavailable = unavailable
+        self._timeout = timeout
+        self.max_connections = max_connections
+        self._slots = None if max_connections is None else asyncio.Semaphore(max_connections)
+        self._mapping = asyncio.Lock()
         self.round_trips = 0
         """Calls that went to Redis (a pipeline counts once)."""
 
@@ -109,8 +145,28 @@ class RedisClient:
 
     async def call(self, operation: Callable[[], Awaitable[T]]) -> T:
         """Run one round trip; a Redis, socket or timeout error becomes ``unavailable``."""
+        slots = self._slots
+        if slots is None:
+            return await self._run(operation)
+        if slots.locked():
+            try:
+                async with asyncio.timeout(self._timeout):
+                    await slots.acquire()
+            except TimeoutError:
+                raise self._unavailable(
+                    f"redis: all {self.max_connections} connections busy for {self._timeout} s"
+                ) from None
+        else:
+            await slots.acquire()  # free: returns at once
+        try:
+            return await self._run(operation)
+        finally:
+            slots.release()
+
+    async def _run(self, operation: Callable[[], Awaitable[T]]) -> T:
         self.round_trips += 1
         try:
+            await self._map_slots()
             result = await operation()
         except FAILURES as exc:
             self._remap()
@@ -137,7 +193,7 @@ class RedisClient:
             ]
         groups: dict[str, list[int]] = {}
         try:
-            await self.redis.initialize()  # the slot map (nothing to do once known)
+            await self._map_slots()
             for position, key in enumerate(keys):
                 node = self.redis.get_node_from_key(key)
                 if node is None:
@@ -165,6 +221,17 @@ class RedisClient:
             failure = next(r for r in results if isinstance(r, BaseException))
             raise failure
         return done
+
+    async def _map_slots(self) -> None:
+        """A cluster's slot map, read by one call while the others wait for it.
+
+        redis-py 8.1 lets every call that finds the map unknown (a fresh client, or
+        after :meth:`_remap`) start reading it: calls made meanwhile fail with
+        "Connection closed by server" (50 at once on a fresh client, every time).
+        """
+        if isinstance(self.redis, RedisCluster) and self.redis._initialize:
+            async with self._mapping:
+                await self.redis.initialize()  # nothing to do if one before us did it
 
     def _remap(self) -> None:
         """After a failure, have the cluster client read the slot map again first.

@@ -7,10 +7,18 @@ from wsserver.store.memory import MemorySessionStore
 from wsserver.store.urls import CLUSTER_SCHEMES, REDIS_SCHEMES, REDIS_URL_FORMS, cluster_seeds
 
 
-def open_store(url: str, limits: StoreLimits, *, timeout: float = 0.5) -> SessionStore:
+def open_store(
+    url: str,
+    limits: StoreLimits,
+    *,
+    timeout: float = 0.5,
+    max_connections: int | None = None,
+    name: str | None = None,
+) -> SessionStore:
     """``memory``, ``redis://HOST:PORT/DB`` (``rediss://`` for TLS) or a Redis Cluster's
     seed node ``redis+cluster://HOST:PORT`` (``rediss+cluster://``); else
-    :class:`UnknownStore`."""
+    :class:`UnknownStore`. ``max_connections`` and ``name``: see
+    :class:`wsserver.store.redis_client.RedisClient`."""
     if url == "memory":
         return MemorySessionStore(limits)
     if url.startswith(CLUSTER_SCHEMES):
@@ -21,5 +29,7 @@ def open_store(url: str, limits: StoreLimits, *, timeout: float = 0.5) -> Sessio
     if url.startswith(REDIS_SCHEMES):
         from wsserver.store.redis import RedisSessionStore
 
-        return RedisSessionStore(url, limits, timeout=timeout)
+        return RedisSessionStore(
+            url, limits, timeout=timeout, max_connections=max_connections, name=name
+        )
     raise UnknownStore(f"unknown store {url!r}: use 'memory', {REDIS_URL_FORMS}")

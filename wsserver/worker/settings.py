@@ -147,6 +147,13 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     store_timeout: float = Field(
         0.5, gt=0, description="seconds before a store call counts as failed"
     )
+    store_max_connections: int = Field(
+        64,
+        ge=0,
+        le=100_000,
+        description="most Redis connections the store opens, to each node (the registry as "
+        "many); a call past them waits up to --store-timeout (0: no limit)",
+    )
     lease_ttl: float = Field(
         10.0, gt=0, description="seconds a worker's ownership of a session lasts unrenewed"
     )

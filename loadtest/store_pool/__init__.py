@@ -1,0 +1,1 @@
+"""Store connection benchmark: a worker's Redis connections under a session storm."""

@@ -1,0 +1,96 @@
+"""One storm on one fresh worker: N sessions start at once, drop, and resume at once.
+
+The worker (``--store-max-connections`` LIMIT, or 0 for none) runs on the shared
+``redis-server``; the lifecycle client processes of :mod:`loadtest.capacity` open the
+sessions, abort their TCP connections (a network drop) and resume them all. Between
+the steps the benchmark counts the worker's store connections in ``CLIENT LIST``
+(they are named ``wsserver-store:<worker id>``, and the pool keeps them open, so the
+count after a step is the most that step had).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from loadtest.capacity.lifecycle_client import lifecycle_client_main
+from loadtest.common.clients import ConnectPlan
+from loadtest.common.pool import ClientPool, split
+from loadtest.common.redis_process import RedisProcess
+from loadtest.common.report import merge_counts, summarize
+from loadtest.common.servers import ServerProcess, log_warnings, tail_on_error, worker_argv
+from loadtest.store_pool.config import StorePoolConfig
+
+
+def store_connections(redis: RedisProcess, worker_id: str) -> int:
+    """The worker's store connections open now."""
+    name = f"name=wsserver-store:{worker_id} "
+    return sum(1 for line in redis.command("CLIENT", "LIST").splitlines() if name in line)
+
+
+def measure_storm(
+    config: StorePoolConfig, redis: RedisProcess, log_dir: Path, limit: int, name: str
+) -> dict[str, Any]:
+    """Start, drop and resume ``config.sessions`` on a fresh worker limited to ``limit``."""
+    redis.flush()
+    n = config.sessions
+    argv = worker_argv(
+        decode_rate=20.0,
+        answer_tokens=5,
+        sessions=n,
+        extra=[
+            *config.worker_args,
+            f"--store={redis.url}",
+            f"--worker-id={name}",
+            f"--store-max-connections={limit}",
+        ],
+    )
+    with ServerProcess.launch(name, argv, log_dir) as worker, tail_on_error(worker):
+        plans = [ConnectPlan(worker.url, k, config.concurrency) for k in split(n, config.clients)]
+        with ClientPool(lifecycle_client_main, plans) as pool:
+            began = time.monotonic()
+            connected = pool.gather("connected", timeout_s=60 + n / 20)
+            start_s = time.monotonic() - began
+            after_start = store_connections(redis, name)
+            pool.broadcast({"kind": "detach"})
+            pool.gather("detached", timeout_s=60)
+            time.sleep(1.0)  # the worker notices every reset
+            began = time.monotonic()
+            pool.broadcast({"kind": "resume"})
+            resumed = pool.gather("resumed", timeout_s=60 + n / 20)
+            resume_s = time.monotonic() - began
+            after_resume = store_connections(redis, name)
+            pool.broadcast({"kind": "close"})
+            pool.gather("closed", timeout_s=60)
+        worker.check_alive()
+        warnings = log_warnings(worker)
+    opened = sum(c["sessions"] for c in connected)
+    back = sum(r["sessions"] for r in resumed)
+    return {
+        "limit": limit,
+        "sessions_opened": opened,
+        "start_failures": merge_counts(c["failures"] for c in connected),
+        "starts_per_s": round(opened / start_s, 1) if start_s else None,
+        "store_connections_after_starts": after_start,
+        "sessions_resumed": back,
+        "resume_failures": merge_counts(r["failures"] for r in resumed),
+        "resumes_per_s": round(back / resume_s, 1) if resume_s else None,
+        "resume_ms": summarize([x for r in resumed for x in r["resume_ms"]]),
+        "store_connections_after_resumes": after_resume,
+        "worker_log_warnings": warnings,
+    }
+
+
+def measure_rounds(
+    config: StorePoolConfig, redis: RedisProcess, log_dir: Path
+) -> dict[str, list[dict[str, Any]]]:
+    """Both limits each round, the order alternating (the first of a round is not favoured)."""
+    results: dict[str, list[dict[str, Any]]] = {"unlimited": [], "limited": []}
+    for round_ in range(config.rounds):
+        order = [("unlimited", 0), ("limited", config.limit)]
+        if round_ % 2:
+            order.reverse()
+        for key, limit in order:
+            results[key].append(measure_storm(config, redis, log_dir, limit, f"{key}-{round_}"))
+    return results
