@@ -96,6 +96,12 @@ METRICS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("router RSS per relayed connection", "KiB", ("router", "router_rss_per_connection_kib")),
     ("router CPU per relayed frame", "us", ("router", "router_cpu_us_per_frame")),
     ("worker CPU per frame, via router", "us", ("router", "server_cpu_us_per_token")),
+    ("router CPU per new connection", "us", ("router", "router_cpu_us_per_new_connection")),
+    (
+        "worker CPU per session start, via router",
+        "us",
+        ("router", "worker_cpu_us_per_session_start_via_router"),
+    ),
 )
 
 
@@ -150,6 +156,7 @@ BASELINES: dict[str, str] = {
     "resume: worker CPU": "session start: worker CPU",
     "resume: Redis commands": "session start: Redis commands",
     "router CPU per relayed frame": "worker CPU per frame, via router",
+    "router CPU per new connection": "worker CPU per session start, via router",
 }
 
 

@@ -272,7 +272,13 @@ def measure_router(config: CapacityConfig, redis: RedisProcess, log_dir: Path) -
             ConnectPlan(router.url, k, config.connect_concurrency) for k in split(n, config.clients)
         ]
         with ClientPool(idle_client_main, plans) as pool:
+            # From the client processes' start to "connected": the placements and the
+            # handshakes (idle sessions send nothing else; the router's own list
+            # refresh, once a second, is in the window too).
+            router_before, worker_before = router.cpu_seconds(), worker.cpu_seconds()
             connected = pool.gather("connected", timeout_s=60 + n / 20)
+            router_opening = router.cpu_seconds() - router_before
+            worker_opening = worker.cpu_seconds() - worker_before
             require_sessions(router, connected)
             relayed = sum(c["sessions"] for c in connected)
             rss_relaying = router.settled_rss()
@@ -300,6 +306,10 @@ def measure_router(config: CapacityConfig, redis: RedisProcess, log_dir: Path) -
             "router_rss_relaying_mib": round(rss_relaying / MIB, 2),
             "router_rss_per_connection_kib": _per((rss_relaying - rss_base) / 1024, relayed, 2),
             "router_cpu_us_per_frame": _per(1e6 * delta.get("router_cpu_s", 0.0), int(frames), 1),
+            # A new connection: placement (the lease read from Redis, rendezvous hashing),
+            # the connection to the worker, the upgrade and session.ready relayed.
+            "router_cpu_us_per_new_connection": _per(1e6 * router_opening, relayed),
+            "worker_cpu_us_per_session_start_via_router": _per(1e6 * worker_opening, relayed),
             "router_cpu_s_whole_phase": round(total_router, 3),
         }
     )

@@ -47,9 +47,14 @@ def test_a_tiny_run_measures_every_kind_of_session(tmp_path: Path) -> None:
     router = round_["router"]
     assert router["relayed_connections"] == 10 and router["tokens_per_s"] > 0
     assert router["router_cpu_s_whole_phase"] > 0
+    # Ten connections cost less than the clock's 10 ms tick: present, maybe 0.
+    assert router["router_cpu_us_per_new_connection"] >= 0
+    assert router["worker_cpu_us_per_session_start_via_router"] >= 0
     metrics = data["results"]["summary"]["metrics"]
     assert metrics["delivered tokens/s (streaming phase)"]["median"] == stream["tokens_per_s"]
     figures = {f["name"]: f for f in data["figures"]}
+    opening = figures["router CPU per new connection"]
+    assert opening["baseline_name"] == "worker CPU per session start, via router"
     resume = figures["resume: Redis commands"]
     assert resume["baseline_name"] == "session start: Redis commands"
     assert resume["ratio"] == round(resume["value"] / resume["baseline"], 3)
