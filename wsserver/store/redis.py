@@ -11,6 +11,8 @@ instead of hanging.
 from __future__ import annotations
 
 import json
+import math
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -74,6 +76,8 @@ class RedisSessionStore:
         self._add_tool_calls = script(redis_scripts.ADD_TOOL_CALLS)
         self._settle_tool_call = script(redis_scripts.SETTLE_TOOL_CALL)
         self._use_client_token = script(redis_scripts.USE_CLIENT_TOKEN)
+        self._refreshed_at = -math.inf
+        """When renew last refreshed the TTLs of the sessions' other keys (monotonic)."""
 
     @property
     def round_trips(self) -> int:
@@ -219,6 +223,13 @@ class RedisSessionStore:
         if not leases:
             return AppendResult()
         limits = self.limits
+        # The lease every time; the other keys' TTLs (the log's is the resume window, the
+        # record's the session TTL) only every quarter of the shorter: each key then keeps
+        # three quarters of its TTL or more while its owner lives.
+        now = time.monotonic()
+        refresh = now - self._refreshed_at >= min(limits.resume_window, limits.session_ttl) / 4
+        if refresh:
+            self._refreshed_at = now
 
         async def run(positions: list[int]) -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -233,6 +244,7 @@ class RedisSessionStore:
                             milliseconds(limits.session_ttl),
                             milliseconds(limits.resume_window),
                             milliseconds(limits.lease_ttl),
+                            "1" if refresh else "0",
                         ],
                     )
                 result: list[Any] = await pipe.execute()

@@ -78,12 +78,17 @@ return {epoch, previous or recorded, live}
 """
 
 # KEYS: meta, log, partial, lease, tools
-# ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms
+# ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, refresh ('1': the other keys'
+#       TTLs too; '0': the lease only, two commands instead of up to eight)
 # Returns 1, -1 (stale) or -2 (gone).
 RENEW = """
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch then return -2 end
 if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
+if ARGV[6] ~= '1' then
+  redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
+  return 1
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[5], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end

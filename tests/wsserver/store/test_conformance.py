@@ -181,6 +181,33 @@ async def test_renew_keeps_the_log(store: SessionStore) -> None:
     assert [seq for seq, _ in (await store.read_log("s1", 0)).events] == [1, 2, 3]
 
 
+async def test_redis_renewal_refreshes_the_other_ttls_every_quarter_window(
+    any_redis_url: str,
+) -> None:
+    """Every renewal sets the lease; the log's and record's TTLs only every quarter of
+    the resume window (two commands per session instead of up to eight)."""
+    store = RedisSessionStore(any_redis_url, StoreLimits(resume_window=4.0, lease_ttl=1.0))
+    log, lease = "wss:{s1}:log", "wss:{s1}:lease"
+    try:
+        await store.create(_record())
+        await store.append([_batch("s1", 1, range(1, 3))])
+        await store.redis.pexpire(log, 1500)
+        assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
+        assert await store.redis.pttl(log) > 3000, "the first renewal refreshes every TTL"
+        await store.redis.pexpire(log, 1500)
+        await store.redis.pexpire(lease, 100)
+        assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
+        assert await store.redis.pttl(log) <= 1500, "a renewal right after sets the lease only"
+        assert await store.redis.pttl(lease) > 500
+        await asyncio.sleep(1.0)  # a quarter of the resume window
+        assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
+        assert await store.redis.pttl(log) > 3000
+        # A stale owner's light renewal is refused like a full one.
+        assert (await store.renew([("s1", 2, "worker-b")])).stale == {"s1"}
+    finally:
+        await store.close()
+
+
 async def test_partial_text_and_conversation_updates(store: SessionStore) -> None:
     await store.create(_record())
     batch = _batch("s1", 1, range(1, 2))
