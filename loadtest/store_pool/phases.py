@@ -3,9 +3,9 @@
 The worker (``--store-max-connections`` LIMIT, or 0 for none) runs on the shared
 ``redis-server``; the lifecycle client processes of :mod:`loadtest.capacity` open the
 sessions, abort their TCP connections (a network drop) and resume them all. Between
-the steps the benchmark counts the worker's store connections in ``CLIENT LIST``
-(they are named ``wsserver-store:<worker id>``, and the pool keeps them open, so the
-count after a step is the most that step had).
+the steps the benchmark counts the worker process's TCP connections to Redis (its pools keep
+them open, so the count after a step is the most that step had; the registry's one
+connection is among them).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from loadtest.capacity.lifecycle_client import lifecycle_client_main
 from loadtest.common.clients import ConnectPlan
@@ -23,10 +25,13 @@ from loadtest.common.servers import ServerProcess, log_warnings, tail_on_error, 
 from loadtest.store_pool.config import StorePoolConfig
 
 
-def store_connections(redis: RedisProcess, worker_id: str) -> int:
-    """The worker's store connections open now."""
-    name = f"name=wsserver-store:{worker_id} "
-    return sum(1 for line in redis.command("CLIENT", "LIST").splitlines() if name in line)
+def redis_connections(redis: RedisProcess, worker: ServerProcess) -> int:
+    """The worker's established connections to Redis now."""
+    return sum(
+        1
+        for c in psutil.Process(worker.pid).net_connections(kind="tcp")
+        if c.raddr and c.raddr.port == redis.port and c.status == psutil.CONN_ESTABLISHED
+    )
 
 
 def measure_storm(
@@ -52,7 +57,7 @@ def measure_storm(
             began = time.monotonic()
             connected = pool.gather("connected", timeout_s=60 + n / 20)
             start_s = time.monotonic() - began
-            after_start = store_connections(redis, name)
+            after_start = redis_connections(redis, worker)
             pool.broadcast({"kind": "detach"})
             pool.gather("detached", timeout_s=60)
             time.sleep(1.0)  # the worker notices every reset
@@ -60,7 +65,7 @@ def measure_storm(
             pool.broadcast({"kind": "resume"})
             resumed = pool.gather("resumed", timeout_s=60 + n / 20)
             resume_s = time.monotonic() - began
-            after_resume = store_connections(redis, name)
+            after_resume = redis_connections(redis, worker)
             pool.broadcast({"kind": "close"})
             pool.gather("closed", timeout_s=60)
         worker.check_alive()

@@ -53,7 +53,6 @@ class RedisWorkerRegistry:
         ttl: float = 6.0,
         timeout: float = 0.5,
         max_connections: int | None = None,
-        name: str | None = None,
     ) -> None:
         self.ttl = ttl
         self.client = RedisClient(
@@ -61,7 +60,6 @@ class RedisWorkerRegistry:
             timeout=timeout,
             unavailable=RegistryUnavailable,
             max_connections=max_connections,
-            name=name,
         )
         self.redis = self.client.redis
         self._prune = self.client.script(_PRUNE)
@@ -73,7 +71,7 @@ class RedisWorkerRegistry:
                 pipe.sadd(WORKERS_KEY, info.worker_id)
                 await pipe.execute()
 
-        await self.client.call(run)
+        await self.client.call(run, WORKERS_KEY)
 
     async def withdraw(self, worker_id: str) -> None:
         async def run() -> None:
@@ -82,15 +80,15 @@ class RedisWorkerRegistry:
                 pipe.srem(WORKERS_KEY, worker_id)
                 await pipe.execute()
 
-        await self.client.call(run)
+        await self.client.call(run, WORKERS_KEY)
 
     async def live(self) -> list[WorkerInfo]:
-        ids = await self.client.call(lambda: self.redis.smembers(WORKERS_KEY))
+        ids = await self.client.call(lambda: self.redis.smembers(WORKERS_KEY), WORKERS_KEY)
         if not ids:
             return []
         ordered = sorted(_text(worker_id) for worker_id in ids)
         keys = [worker_key(worker_id) for worker_id in ordered]
-        values = await self.client.call(lambda: self.redis.mget(keys))
+        values = await self.client.call(lambda: self.redis.mget(keys), WORKERS_KEY)
         workers: list[WorkerInfo] = []
         expired: list[tuple[str, str]] = []
         for key, worker_id, raw in zip(keys, ordered, values, strict=True):
@@ -106,12 +104,14 @@ class RedisWorkerRegistry:
                 lambda: self._prune(
                     keys=[key for key, _ in expired],
                     args=[WORKERS_KEY, *(worker_id for _, worker_id in expired)],
-                )
+                ),
+                WORKERS_KEY,
             )
         return workers
 
     async def owner_of(self, session_id: str) -> str | None:
-        raw = await self.client.call(lambda: self.redis.get(lease_key(session_id)))
+        key = lease_key(session_id)
+        raw = await self.client.call(lambda: self.redis.get(key), key)
         return _text(raw) if raw else None
 
     async def close(self) -> None:

@@ -14,15 +14,14 @@ def open_registry(
     timeout: float = 0.5,
     sessions: SessionStore | None = None,
     max_connections: int | None = None,
-    name: str | None = None,
 ) -> WorkerRegistry:
     """``memory`` (one process; owners read from ``sessions``), ``redis://HOST:PORT/DB``
     or ``redis+cluster://HOST:PORT``.
 
     A memory registry is only seen by its own process: a router, which runs apart
     from the workers, must name their Redis, so ``memory`` without ``sessions`` is
-    refused (:class:`UnknownRegistry`, as is any other URL). ``max_connections`` and
-    ``name``: see :class:`wsserver.store.redis_client.RedisClient`.
+    refused (:class:`UnknownRegistry`, as is any other URL). ``max_connections``: see
+    :class:`wsserver.store.redis_client.RedisClient`.
     """
     if url == "memory":
         if sessions is None:
@@ -41,7 +40,5 @@ def open_registry(
     if url.startswith(REDIS_SCHEMES):
         from wsserver.registry.redis import RedisWorkerRegistry
 
-        return RedisWorkerRegistry(
-            url, ttl=ttl, timeout=timeout, max_connections=max_connections, name=name
-        )
+        return RedisWorkerRegistry(url, ttl=ttl, timeout=timeout, max_connections=max_connections)
     raise UnknownRegistry(f"unknown registry {url!r}: use 'memory', {REDIS_URL_FORMS}")

@@ -94,7 +94,6 @@ class Router:
             settings.store,
             timeout=settings.store_timeout,
             max_connections=settings.store_max_connections or None,
-            name="wsserver-router",
         )
         self.workers: list[WorkerInfo] = []
         """Live workers as of the last successful refresh (kept while Redis is down)."""

@@ -56,7 +56,6 @@ class RedisSessionStore:
         *,
         timeout: float = 0.5,
         max_connections: int | None = None,
-        name: str | None = None,
     ) -> None:
         self.url = url
         self.limits = limits or StoreLimits()
@@ -65,7 +64,6 @@ class RedisSessionStore:
             timeout=timeout,
             unavailable=SessionStoreUnavailable,
             max_connections=max_connections,
-            name=name,
         )
         self.redis = self.client.redis
         script = self.client.script
@@ -107,7 +105,7 @@ class RedisSessionStore:
                 pipe.set(lease, record.owner or "", px=milliseconds(limits.lease_ttl))
                 await pipe.execute()
 
-        await self.client.call(run)
+        await self.client.call(run, meta)
 
     async def get(self, session_id: str) -> SessionRecord | None:
         meta, _log, partial, lease, _tools = session_keys(session_id)
@@ -120,7 +118,7 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        fields, partial_text, lease_live = await self.client.call(run)
+        fields, partial_text, lease_live = await self.client.call(run, meta)
         if not fields:
             return None
         return read_record(session_id, fields, partial_text, bool(lease_live))
@@ -135,7 +133,7 @@ class RedisSessionStore:
                 args=[owner, milliseconds(limits.lease_ttl), milliseconds(limits.session_ttl)],
             )
 
-        claimed = await self.client.call(run)
+        claimed = await self.client.call(run, meta)
         if claimed is None:
             return None
         epoch, previous, live = claimed
@@ -210,7 +208,7 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        entries, oldest, stream_raw = await self.client.call(run)
+        entries, oldest, stream_raw = await self.client.call(run, meta)
         events = [(seq_of(entry_id), fields[b"p"]) for entry_id, fields in entries]
         if oldest:
             first = seq_of(oldest[0][0])
@@ -257,7 +255,7 @@ class RedisSessionStore:
         async def run() -> Any:
             return await self._remove(keys=list(session_keys(session_id)), args=[epoch])
 
-        await self.client.call(run)
+        await self.client.call(run, session_keys(session_id)[0])
 
     async def record_usage(self, session_id: str, entry: ResponseUsage) -> None:
         key = usage_key(session_id)
@@ -268,7 +266,7 @@ class RedisSessionStore:
                 pipe.pexpire(key, milliseconds(self.limits.usage_ttl))
                 await pipe.execute()
 
-        await self.client.call(run)
+        await self.client.call(run, key)
 
     async def usage(self, session_id: str) -> list[ResponseUsage]:
         async def run() -> list[bytes | str]:
@@ -276,7 +274,7 @@ class RedisSessionStore:
             return result
 
         # An entry twice is one batch written twice (its first answer lost): keep one.
-        entries = dict.fromkeys(await self.client.call(run))
+        entries = dict.fromkeys(await self.client.call(run, usage_key(session_id)))
         return [ResponseUsage.from_json(raw) for raw in entries]
 
     async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
@@ -292,7 +290,7 @@ class RedisSessionStore:
         async def run() -> Any:
             return await self._add_tool_calls(keys=[meta, tools], args=args)
 
-        await self.client.call(run)
+        await self.client.call(run, meta)
 
     async def _settle(
         self, session_id: str, call_id: str, outcome: dict[str, Any]
@@ -306,7 +304,7 @@ class RedisSessionStore:
                 args=[milliseconds(self.limits.session_ttl), call_id, compact_json(outcome)],
             )
 
-        settled = await self.client.call(run)
+        settled = await self.client.call(run, meta)
         if settled is None:
             return None
         written, call, stored = settled
@@ -342,7 +340,7 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        live, fields = await self.client.call(run)
+        live, fields = await self.client.call(run, meta)
         if not live:
             return []
         ordered: list[tuple[int, ToolCallRecord]] = []
@@ -359,7 +357,7 @@ class RedisSessionStore:
         async def run() -> Any:
             return await self._use_client_token(keys=[key], args=[limit, milliseconds(ttl)])
 
-        return bool(int(await self.client.call(run)))
+        return bool(int(await self.client.call(run, key)))
 
     async def ready(self) -> bool:
         try:

@@ -53,21 +53,15 @@ def deliver_swallowed_cancel() -> None:
 _UNBOUNDED_POOL = 2**31
 
 
-def connection_name(name: str | None) -> str | None:
-    """``name`` as Redis takes it (printable ASCII, no spaces; else the connection fails)."""
-    if not name:
-        return None
-    return "".join(c if "!" <= c <= "~" else "_" for c in name)[:64]
-
-
 class RedisClient:
     """A Redis connection with bounded calls that fail as ``unavailable``.
 
-    ``max_connections`` bounds the calls in flight at once (``None``: no bound), and so
-    the connections its pool opens: to a single Redis, and to each node of a cluster.
-    A call beyond it waits for one to end, at most ``timeout`` seconds, then fails as
-    ``unavailable`` like a Redis that did not answer. ``name`` is given to every
-    connection (``CLIENT SETNAME``), so ``CLIENT LIST`` tells whose it is.
+    ``max_connections`` bounds the calls in flight at once to one Redis node (``None``:
+    no bound), and so the connections the pool opens to it: a single Redis, or each node
+    of a cluster apart (a stalled primary holds its own calls only). A call beyond it
+    waits for one to end, at most ``timeout`` seconds, then fails as ``unavailable``
+    like a Redis that did not answer. A cluster client also keeps the connection it read
+    the slot map on, and health checks (calls without a key) wait for no limit.
     """
 
     def __init__(
@@ -77,11 +71,9 @@ class RedisClient:
         timeout: float,
         unavailable: type[Exception],
         max_connections: int | None = None,
-        name: str | None = None,
     ) -> None:
         self.cluster = url.startswith(CLUSTER_SCHEMES)
         """Whether this is a Redis Cluster (every multi-key call stays in one slot)."""
-        name = connection_name(name)
         self.redis: Redis | RedisCluster
         if self.cluster:
             # No retries here either: a failed node's call fails at once, and the
@@ -96,7 +88,6 @@ class RedisClient:
                 socket_connect_timeout=timeout,
                 retry=Retry(NoBackoff(), 0),
                 decode_responses=False,
-                client_name=name,
                 max_connections=_UNBOUNDED_POOL,  # per node; as below
             )
         else:
@@ -107,7 +98,6 @@ class RedisClient:
                 retry=Retry(NoBackoff(), 0),
                 retry_on_timeout=False,
                 decode_responses=False,
-                client_name=name,
                 # The pool's own bound (100 by default in redis 8) fails a call past it
                 # ("Too many connections") instead of waiting: the bound is ours, above.
                 max_connections=_UNBOUNDED_POOL,
@@ -115,7 +105,8 @@ class RedisClient:
         self._unavailable = unavailable
         self._timeout = timeout
         self.max_connections = max_connections
-        self._slots = None if max_connections is None else asyncio.Semaphore(max_connections)
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        """Per node (its name; a single Redis is ``""``): the calls it may still take."""
         self._mapping = asyncio.Lock()
         self.round_trips = 0
         """Calls that went to Redis (a pipeline counts once)."""
@@ -143,11 +134,16 @@ class RedisClient:
         else:
             await script(keys=keys, args=args, client=pipe)
 
-    async def call(self, operation: Callable[[], Awaitable[T]]) -> T:
-        """Run one round trip; a Redis, socket or timeout error becomes ``unavailable``."""
-        slots = self._slots
-        if slots is None:
+    async def call(self, operation: Callable[[], Awaitable[T]], key: str | None = None) -> T:
+        """Run one round trip; a Redis, socket or timeout error becomes ``unavailable``.
+
+        ``key`` (one the call touches; all of them share its slot) names the node whose
+        connections the call counts against; without one (a health check) it waits for
+        none.
+        """
+        if self.max_connections is None or key is None:
             return await self._run(operation)
+        slots = self._slots_of(await self._node_of(key))
         if slots.locked():
             try:
                 async with asyncio.timeout(self._timeout):
@@ -162,6 +158,28 @@ class RedisClient:
             return await self._run(operation)
         finally:
             slots.release()
+
+    async def _node_of(self, key: str) -> str:
+        """The name of the node serving ``key`` (``""`` for a single Redis)."""
+        if not isinstance(self.redis, RedisCluster):
+            return ""
+        try:
+            await self._map_slots()
+            node = self.redis.get_node_from_key(key)
+            if node is None:
+                raise SlotNotCoveredError(f"no node serves {key!r}")
+        except FAILURES as exc:
+            self._remap()
+            deliver_swallowed_cancel()
+            raise self._unavailable(f"redis: {exc}") from exc
+        return node.name
+
+    def _slots_of(self, node: str) -> asyncio.Semaphore:
+        slots = self._slots.get(node)
+        if slots is None:
+            assert self.max_connections is not None
+            slots = self._slots[node] = asyncio.Semaphore(self.max_connections)
+        return slots
 
     async def _run(self, operation: Callable[[], Awaitable[T]]) -> T:
         self.round_trips += 1
@@ -189,7 +207,12 @@ class RedisClient:
         """
         if not isinstance(self.redis, RedisCluster):
             return [
-                (list(range(len(keys))), await self.call(lambda: operation(list(range(len(keys))))))
+                (
+                    list(range(len(keys))),
+                    await self.call(
+                        lambda: operation(list(range(len(keys)))), keys[0] if keys else None
+                    ),
+                )
             ]
         groups: dict[str, list[int]] = {}
         try:
@@ -205,7 +228,7 @@ class RedisClient:
             raise self._unavailable(f"redis: {exc}") from exc
 
         async def one(positions: list[int]) -> T:
-            return await self.call(lambda: operation(positions))
+            return await self.call(lambda: operation(positions), keys[positions[0]])
 
         parts = list(groups.values())
         results = await asyncio.gather(*(one(part) for part in parts), return_exceptions=True)

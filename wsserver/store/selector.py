@@ -13,11 +13,10 @@ def open_store(
     *,
     timeout: float = 0.5,
     max_connections: int | None = None,
-    name: str | None = None,
 ) -> SessionStore:
     """``memory``, ``redis://HOST:PORT/DB`` (``rediss://`` for TLS) or a Redis Cluster's
     seed node ``redis+cluster://HOST:PORT`` (``rediss+cluster://``); else
-    :class:`UnknownStore`. ``max_connections`` and ``name``: see
+    :class:`UnknownStore`. ``max_connections``: see
     :class:`wsserver.store.redis_client.RedisClient`."""
     if url == "memory":
         return MemorySessionStore(limits)
@@ -29,7 +28,5 @@ def open_store(
     if url.startswith(REDIS_SCHEMES):
         from wsserver.store.redis import RedisSessionStore
 
-        return RedisSessionStore(
-            url, limits, timeout=timeout, max_connections=max_connections, name=name
-        )
+        return RedisSessionStore(url, limits, timeout=timeout, max_connections=max_connections)
     raise UnknownStore(f"unknown store {url!r}: use 'memory', {REDIS_URL_FORMS}")

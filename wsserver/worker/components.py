@@ -122,21 +122,20 @@ def upstream_of(settings: Settings) -> OpenAIEngineConfig:
     )
 
 
-def store_of(settings: Settings, worker_id: str) -> SessionStore:
-    """The session store ``--store`` names (its Redis connections named for the worker)."""
+def store_of(settings: Settings) -> SessionStore:
+    """The session store ``--store`` names."""
     try:
         return open_store(
             settings.store,
             settings.store_limits(),
             timeout=settings.store_timeout,
             max_connections=settings.store_max_connections or None,
-            name=f"wsserver-store:{worker_id}",
         )
     except UnknownStore as exc:
         raise WorkerConfigError(f"--store: {exc}") from exc
 
 
-def registry_of(settings: Settings, sessions: SessionStore, worker_id: str) -> WorkerRegistry:
+def registry_of(settings: Settings, sessions: SessionStore) -> WorkerRegistry:
     """The registry routers read, in the same place as the sessions (``--store``)."""
     try:
         return open_registry(
@@ -147,7 +146,6 @@ def registry_of(settings: Settings, sessions: SessionStore, worker_id: str) -> W
             timeout=settings.store_timeout,
             sessions=sessions,
             max_connections=settings.store_max_connections or None,
-            name=f"wsserver-registry:{worker_id}",
         )
     except UnknownRegistry as exc:
         raise WorkerConfigError(f"--store: {exc}") from exc

@@ -69,7 +69,7 @@ class WorkerServer:
         self.http = HttpEndpoints(self)
         self._admin_server: Server | None = None
         self.engine: Engine = engine or components.engine_of(settings)
-        self.store: SessionStore = store or components.store_of(settings, self.worker_id)
+        self.store: SessionStore = store or components.store_of(settings)
         self.metrics = metrics_of(self)
         self.persister = Persister(self.store, interval=settings.store_flush_ms / 1000)
         self.manager = SessionManager(self.store, self._runtime_context, settings.limits())
@@ -149,7 +149,7 @@ class WorkerServer:
         ]
         if self.store.shared:
             # Routers find workers in the same Redis as the sessions.
-            self.registry = components.registry_of(settings, self.store, self.worker_id)
+            self.registry = components.registry_of(settings, self.store)
             self._loops.append(asyncio.create_task(self._registry_loop(), name="registry"))
 
     @property

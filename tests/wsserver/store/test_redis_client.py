@@ -3,58 +3,98 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 
+import psutil
 import pytest
 import redis
 
 from wsserver.store.base import SessionStoreUnavailable
-from wsserver.store.redis_client import RedisClient, connection_name
+from wsserver.store.redis_client import RedisClient
 from wsserver.store.urls import cluster_seeds
 
 
-def _named_connections(url: str, name: str) -> list[int]:
-    """Connections called ``name`` on each node (one entry for a single Redis)."""
+def node_ports(url: str) -> list[int]:
+    """The port of each node (one for a single Redis)."""
     if url.startswith("redis+cluster://"):
-        nodes = [redis.Redis(host=h, port=p) for h, p in cluster_seeds(url)]
-    else:
-        nodes = [redis.Redis.from_url(url)]
-    counts = []
-    for node in nodes:
-        with node:
-            counts.append(sum(1 for c in node.client_list() if c["name"] == name))
-    return counts
+        return [port for _host, port in cluster_seeds(url)]
+    return [redis.Redis.from_url(url).connection_pool.connection_kwargs["port"]]
+
+
+def connections_to(pid: int, ports: list[int]) -> list[int]:
+    """The process's established TCP connections to each of ``ports``."""
+    found = [
+        c.raddr.port
+        for c in psutil.Process(pid).net_connections(kind="tcp")
+        if c.raddr and c.status == psutil.CONN_ESTABLISHED
+    ]
+    return [found.count(port) for port in ports]
 
 
 async def _burst(client: RedisClient, calls: int) -> None:
     """``calls`` commands at once, over keys every node serves."""
     await asyncio.gather(
-        *(client.call(lambda i=i: client.redis.set(f"k{i}", i)) for i in range(calls))
+        *(client.call(lambda i=i: client.redis.set(f"k{i}", i), f"k{i}") for i in range(calls))
     )
 
 
 async def test_calls_past_the_limit_wait_and_connections_stay_within_it(
     any_redis_url: str,
 ) -> None:
-    free = RedisClient(any_redis_url, timeout=5, unavailable=SessionStoreUnavailable, name="free")
-    capped = RedisClient(
-        any_redis_url,
-        timeout=5,
-        unavailable=SessionStoreUnavailable,
-        max_connections=3,
-        name="capped",
-    )
+    ports = node_ports(any_redis_url)
+    free = RedisClient(any_redis_url, timeout=5, unavailable=SessionStoreUnavailable)
     try:
         await _burst(free, 200)
-        await _burst(capped, 200)
-        unbounded = _named_connections(any_redis_url, "free")
-        bounded = _named_connections(any_redis_url, "capped")
+        # The same burst opens more than three somewhere without a limit (the baseline).
+        unbounded = connections_to(os.getpid(), ports)
     finally:
         await free.close()
+    capped = RedisClient(
+        any_redis_url, timeout=5, unavailable=SessionStoreUnavailable, max_connections=3
+    )
+    try:
+        await _burst(capped, 200)
+        bounded = connections_to(os.getpid(), ports)
+    finally:
         await capped.close()
-    # The same burst without a limit opens more than three somewhere (the baseline).
-    assert max(unbounded) > 3, unbounded
-    assert 1 <= max(bounded) <= 3, bounded
+    # A cluster client also keeps the connection it read the slot map on, to a seed.
+    extra = 1 if any_redis_url.startswith("redis+cluster://") else 0
+    assert max(unbounded) > 3 + extra, unbounded
+    assert 1 <= max(bounded) <= 3 + extra, bounded
     assert capped.round_trips == 200
+
+
+async def test_a_stalled_node_holds_only_its_own_calls(redis_cluster_url: str) -> None:
+    """Calls stuck on a paused primary take none of the healthy primaries' connections."""
+    client = RedisClient(
+        redis_cluster_url, timeout=1.0, unavailable=SessionStoreUnavailable, max_connections=2
+    )
+    try:
+        await client.call(client.redis.ping)  # the slot map
+        assert isinstance(client.redis, redis.asyncio.RedisCluster)
+        nodes = {f"k{i}": client.redis.get_node_from_key(f"k{i}") for i in range(50)}
+        stalled = nodes["k0"]
+        assert stalled is not None
+        healthy = [key for key, node in nodes.items() if node and node.name != stalled.name]
+        with redis.Redis(host=stalled.host, port=stalled.port) as admin:
+            admin.execute_command("CLIENT", "PAUSE", 2000, "ALL")
+        stuck = [
+            asyncio.create_task(client.call(lambda: client.redis.get("k0"), "k0")) for _ in range(2)
+        ]
+        await asyncio.sleep(0.05)
+        began = time.monotonic()
+        await asyncio.gather(
+            *(client.call(lambda k=k: client.redis.set(k, 1), k) for k in healthy[:20])
+        )
+        # Sharing one limit, they would wait for the stuck calls' timeout (1 s).
+        assert time.monotonic() - began < 0.5, "healthy calls waited for the stalled node's"
+        for task in stuck:
+            with pytest.raises(SessionStoreUnavailable):
+                await task
+    finally:
+        await asyncio.sleep(1.0)  # the pause ends: the shared cluster serves the next test
+        await client.close()
 
 
 async def test_a_call_that_finds_every_connection_busy_fails_within_the_timeout() -> None:
@@ -73,36 +113,22 @@ async def test_a_call_that_finds_every_connection_busy_fails_within_the_timeout(
     async def quick() -> str:
         return "quick"
 
-    holder = asyncio.create_task(client.call(hold))
+    holder = asyncio.create_task(client.call(hold, "k"))
     await held.wait()
     with pytest.raises(SessionStoreUnavailable, match=r"all 1 connections busy for 0\.2 s"):
-        await client.call(quick)
+        await client.call(quick, "k")
+    # A call without a key (a health check) waits for none.
+    assert await client.call(quick) == "quick"
     # A waiter cancelled while waiting takes no connection with it.
-    waiter = asyncio.create_task(client.call(quick))
+    waiter = asyncio.create_task(client.call(quick, "k"))
     await asyncio.sleep(0.05)
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
     release.set()
     assert await holder == "held"
-    assert await client.call(quick) == "quick"
-    assert await asyncio.gather(*(client.call(quick) for _ in range(5))) == ["quick"] * 5
+    assert await asyncio.gather(*(client.call(quick, "k") for _ in range(5))) == ["quick"] * 5
     await client.close()
-
-
-async def test_a_worker_id_redis_would_refuse_still_names_the_connections(
-    redis_url: str,
-) -> None:
-    assert connection_name("wsserver-store:host 1\n\u00e9") == "wsserver-store:host_1__"
-    assert connection_name("") is None and len(connection_name("x" * 100) or "") == 64
-    client = RedisClient(
-        redis_url, timeout=2, unavailable=SessionStoreUnavailable, name="wsserver-store:a b"
-    )
-    try:
-        assert await client.call(client.redis.ping)
-        assert _named_connections(redis_url, "wsserver-store:a_b") == [1]
-    finally:
-        await client.close()
 
 
 async def test_a_cluster_client_takes_a_burst_of_calls_before_it_knows_the_slots(

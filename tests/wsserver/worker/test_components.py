@@ -121,7 +121,7 @@ def test_settings_import_no_implementation() -> None:
 
 def test_a_store_the_worker_cannot_build_is_a_config_error() -> None:
     with pytest.raises(WorkerConfigError, match="--store: unknown store 'mongodb://x'"):
-        components.store_of(Settings(store="mongodb://x"), "w1")
+        components.store_of(Settings(store="mongodb://x"))
     # Still a ValueError, as before the worker had its own tree.
     assert issubclass(WorkerConfigError, ValueError)
 

@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
-import redis
+import pytest
 
-from tests.wsserver.conftest import StartServer, url_of
+from tests.processes import WorkerProcess
+from tests.wsserver.store.test_redis_client import connections_to, node_ports
 from tests.wsserver.wire import RawClient
-from wsserver.worker.server import WorkerServer
 
 
-def _store_connections(redis_url: str, worker: WorkerServer) -> int:
-    with redis.Redis.from_url(redis_url) as admin:
-        name = f"wsserver-store:{worker.worker_id}"
-        return sum(1 for c in admin.client_list() if c["name"] == name)
+@pytest.fixture
+def workers(redis_url: str) -> Iterator[tuple[WorkerProcess, WorkerProcess]]:
+    """A worker without a limit and one limited to two connections, on one Redis."""
+    common = ("--store", redis_url, "--answer-tokens", "5")
+    unlimited = WorkerProcess(*common, "--store-max-connections", "0", name="unlimited")
+    limited = WorkerProcess(*common, "--store-max-connections", "2", name="limited")
+    try:
+        yield unlimited.start(), limited.start()
+    finally:
+        unlimited.stop()
+        limited.stop()
 
 
-async def _burst(worker: WorkerServer, sessions: int) -> None:
+async def _burst(worker: WorkerProcess, sessions: int) -> None:
     """``sessions`` clients start at once, each asks an answer, and every answer ends."""
 
     async def one() -> str:
-        client = await RawClient.connect(url_of(worker))
+        client = await RawClient.connect(worker.url)
         await client.start()
         await client.send({"type": "response.create", "input": "hi"})
         done = await client.until("response.done")
@@ -31,13 +39,20 @@ async def _burst(worker: WorkerServer, sessions: int) -> None:
     assert await asyncio.gather(*(one() for _ in range(sessions))) == ["completed"] * sessions
 
 
+def _store_connections(worker: WorkerProcess, redis_url: str) -> int:
+    assert worker.process is not None
+    # The registry's connection is one more, in its own pool.
+    (count,) = connections_to(worker.process.pid, node_ports(redis_url))
+    return count
+
+
 async def test_a_burst_of_sessions_keeps_within_the_limit(
-    start_server: StartServer, redis_url: str
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
 ) -> None:
-    unlimited = await start_server(store=redis_url, store_max_connections=0, answer_tokens=5)
-    limited = await start_server(store=redis_url, store_max_connections=2, answer_tokens=5)
+    unlimited, limited = workers
     await _burst(unlimited, 40)
     await _burst(limited, 40)
-    # The same burst opens more than two without a limit (the baseline).
-    assert _store_connections(redis_url, unlimited) > 2
-    assert 1 <= _store_connections(redis_url, limited) <= 2
+    # The same burst opens more than two without a limit (the baseline); the limited
+    # worker's store holds two at most, and its registry (one call a second) one.
+    assert _store_connections(unlimited, redis_url) > 3
+    assert 1 <= _store_connections(limited, redis_url) <= 3
