@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
+from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
@@ -52,6 +53,7 @@ from protocol.dialects.realtime.state import DialectState
 from protocol.errors import ProtocolViolation, ResumeRefused
 from protocol.events import Event
 from protocol.messages import Ack, AudioSettings, SessionResume, SessionSettings, SessionStart
+from protocol.session import ServerSession
 from protocol.session.inputs import Departure
 from wsserver.frontdoor.principal_limits import message_allowance
 from wsserver.transport.base import ConnectionHost, SessionEndpoint
@@ -174,7 +176,7 @@ class RealtimeConnection(Connection):
             session_id = str(message["session_id"])
             config = SessionConfig(session_id, self.model)
             if message.get("resumed") and self.runtime is not None:
-                config = self._resumed_config(self.runtime)
+                config = self._resumed_config(self.runtime.session)
             self.dialect = DialectState(config)
             if self.runtime is not None:
                 self.dialect.max_input_chars = self.runtime.session.limits.max_input_chars
@@ -192,16 +194,15 @@ class RealtimeConnection(Connection):
             else:
                 super().send_control(self._error(code, text))
 
-    def _resumed_config(self, runtime: SessionEndpoint) -> SessionConfig:
+    def _resumed_config(self, session: ServerSession) -> SessionConfig:
         """The settings of a resumed session: what the native session holds in force
         (on any worker), and what only the dialect knows where this worker kept it."""
-        session = runtime.session
         native = {
             "instructions": session.conversation.instructions or "",
             "tools": list(session.tools.tools.values()),
             "audio": session.audio,
         }
-        sid = runtime.session_id
+        sid = session.session_id
         return with_native_settings(KEPT_CONFIGS.get(sid) or SessionConfig(sid, self.model), native)
 
     def _error(self, code: Any, text: str, *, server: bool = False) -> dict[str, Any]:
@@ -266,7 +267,7 @@ class RealtimeConnection(Connection):
     def vet_resume(self, runtime: SessionEndpoint) -> bool:
         """Refuse a resume the translation cannot serve before it replaces the session's
         live connection (that one goes on serving; the session is left as it was)."""
-        refusal = self._resume_refusal(runtime) if self._resume is not None else None
+        refusal = self._resume_refusal(runtime.session, runtime.acked_seq)
         self._resume_vetted = refusal is None
         if refusal is None or runtime.transport is None:
             return True  # a session nobody holds is refused after binding (start_replay)
@@ -274,17 +275,32 @@ class RealtimeConnection(Connection):
         self._refuse(*refusal)
         return False
 
-    def _resume_refusal(self, runtime: SessionEndpoint) -> tuple[str, str] | None:
+    def stored_resume_check(self) -> Callable[[ServerSession, int], bool] | None:
+        """The check a takeover runs before its claim: :meth:`vet_stored`."""
+        return self.vet_stored
+
+    def vet_stored(self, session: ServerSession, acked_seq: int) -> bool:
+        """Refuse, before another worker's session is taken over, a resume its stored
+        log cannot serve (``session``: as the takeover would restore it): refused after
+        the claim, it would end the session on its live owner."""
+        refusal = self._resume_refusal(session, acked_seq)
+        if refusal is None:
+            return True
+        self._resume = None
+        self._refuse(*refusal)
+        return False
+
+    def _resume_refusal(self, session: ServerSession, acked_seq: int) -> tuple[str, str] | None:
         """Why the resume asked for cannot be served from the session's replay, if so."""
         request = self._resume
         if request is None:
             return None
-        config = self.dialect.config if self.dialect else self._resumed_config(runtime)
+        config = self.dialect.config if self.dialect else self._resumed_config(session)
         try:
             # The rebuild starts at the acked quiet point: a long answer since may have
             # pushed it out of the replay (replay_unavailable), although the seen event
             # itself is still there.
-            history = runtime.session.replay_after(runtime.acked_seq)
+            history = session.replay_after(acked_seq)
             first = history[0] if history else None
             if first is not None and first.response_id and first.type != "response.created":
                 # Taken over from a stored log trimmed inside a response: no quiet point
@@ -310,7 +326,9 @@ class RealtimeConnection(Connection):
             self._resume = None
             super().start_replay(events)
             return
-        refusal = None if self._resume_vetted else self._resume_refusal(runtime)
+        refusal = None
+        if not self._resume_vetted:
+            refusal = self._resume_refusal(runtime.session, runtime.acked_seq)
         self._resume = None
         if refusal is not None:
             # Attached already: leave the session resumable as it was, refuse this one.

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import socket
 from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.server import ServerConnection
@@ -37,6 +38,7 @@ from protocol.messages import (
     SessionStart,
     parse_client_message,
 )
+from protocol.session import ServerSession
 from wsserver.frontdoor.token_bucket import TokenBucket
 from wsserver.transport.base import ConnectionHost, SessionEndpoint, departure_for
 from wsserver.transport.close_handshake import departure_of
@@ -124,6 +126,12 @@ class Connection:
             return
         self._control.append(message)
         self.wake()
+
+    def stored_resume_check(self) -> Callable[[ServerSession, int], bool] | None:
+        """A dialect's check of a resume against a session another worker owned, as the
+        store would restore it (its session and acked seq), run before the claim; one
+        that refuses has answered the client. None: nothing to check."""
+        return None
 
     def vet_resume(self, runtime: SessionEndpoint) -> bool:
         """Whether a resume the session accepted goes on (a dialect may refuse it here,

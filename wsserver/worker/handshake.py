@@ -22,7 +22,7 @@ from wsserver.session.runtime import Departure, SessionRuntime
 from wsserver.store.base import SessionStore, SessionStoreUnavailable
 from wsserver.telemetry import bind_session
 from wsserver.transport.websocket import Connection
-from wsserver.worker.session_manager import SessionManager
+from wsserver.worker.session_manager import ResumeVetoed, SessionManager
 from wsserver.worker.settings import Settings
 
 PROTOCOL_VERSION = "wsserver.v1"
@@ -82,8 +82,12 @@ async def resume_session(
         return
     try:
         with connection.quota.resume_attempt(message.session_id):  # counts failed guesses
-            runtime = await host.manager.resume(message, principal.id)
+            runtime = await host.manager.resume(
+                message, principal.id, connection.stored_resume_check()
+            )
         events = runtime.session.replay_after(message.last_seq)
+    except ResumeVetoed:
+        return  # refused by the connection's dialect; the session stays with its owner
     except ProtocolViolation as violation:
         host.metrics.resume_refused(violation.code.value)
         violation.request_id = violation.request_id or message.id

@@ -7,6 +7,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -41,6 +42,14 @@ from wsserver.store.base import (
 log = logging.getLogger(__name__)
 
 _ENDED_MEMORY = 10_000
+
+
+StoredResumeCheck = Callable[[ServerSession, int], bool]
+"""A dialect's check of a resume against a stored session (its state and acked seq)."""
+
+
+class ResumeVetoed(Exception):
+    """A dialect refused the resume before the takeover (it has answered the client)."""
 
 
 def _unavailable(what: str) -> ProtocolViolation:
@@ -112,8 +121,17 @@ class SessionManager:
 
     # -- resume ------------------------------------------------------------
 
-    async def resume(self, message: SessionResume, principal: str = ANONYMOUS_ID) -> SessionRuntime:
+    async def resume(
+        self,
+        message: SessionResume,
+        principal: str = ANONYMOUS_ID,
+        check: StoredResumeCheck | None = None,
+    ) -> SessionRuntime:
         """The runtime to re-attach: local, or taken over from the store.
+
+        ``check`` (a dialect's) sees a session another worker owned as the takeover
+        would restore it, before the claim; if it refuses, :class:`ResumeVetoed` is
+        raised and the session stays with its owner.
 
         A session another principal opened is answered exactly like one that does
         not exist (``unknown_session``), checked before the resume token: nobody
@@ -152,6 +170,11 @@ class SessionManager:
                 await self.store.read_log(message.session_id, message.last_seq),
                 message.last_seq,
             )
+            if check is not None:
+                stored = _contiguous_tail(await self.store.read_log(message.session_id, 0))
+                session, _lost = _restored(record, stored, message.last_seq)
+                if not check(session, session.replay.acked_seq):
+                    raise ResumeVetoed
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
         if local is not None:
@@ -199,27 +222,13 @@ class SessionManager:
             # is then as the old owner's was (a dialect rebuilds its translation from
             # an earlier point, docs/REALTIME.md); the resume still sends after last_seq.
             log_slice = _contiguous_tail(await self.store.read_log(session_id, 0))
-            if not log_slice.events or log_slice.events[-1][0] < message.last_seq:
-                # The client holds events never stored: numbering goes on after them.
-                log_slice = LogSlice(log_slice.first_seq, [])
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
         # Checked again after the claim: the old owner may have trimmed in between.
-        self._check_stored_replay(claimed, log_slice, message.last_seq)
+        self._check_stored_replay(claimed, _tail_for(log_slice, message.last_seq), message.last_seq)
         conversation = ConversationSnapshot.from_dict(claimed.conversation)
         stream = StreamSnapshot.from_dict(claimed.stream)
-        events = [
-            event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
-            for _, payload in log_slice.events
-        ]
-        session, lost = restore_session(
-            session_id,
-            conversation,
-            stream,
-            events,
-            client_last_seq=message.last_seq,
-            partial_text=claimed.partial_text,
-        )
+        session, lost = _restored(claimed, log_slice, message.last_seq)
         runtime = SessionRuntime(
             session,
             self._context,
@@ -326,6 +335,33 @@ def _first_hole(log_slice: LogSlice, missing_from: int) -> tuple[int, int] | Non
             return expected, seq - 1
         expected += 1
     return None
+
+
+def _tail_for(log_slice: LogSlice, last_seq: int) -> LogSlice:
+    """The stored log a resume from ``last_seq`` replays from; none when the client
+    holds events never stored (numbering goes on after them)."""
+    if not log_slice.events or log_slice.events[-1][0] < last_seq:
+        return LogSlice(log_slice.first_seq, [])
+    return log_slice
+
+
+def _restored(
+    record: SessionRecord, log_slice: LogSlice, last_seq: int
+) -> tuple[ServerSession, ResponseState | None]:
+    """The session as a takeover restores it from the store, and the response its dead
+    owner left running (if any)."""
+    events = [
+        event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
+        for _, payload in _tail_for(log_slice, last_seq).events
+    ]
+    return restore_session(
+        record.session_id,
+        ConversationSnapshot.from_dict(record.conversation),
+        StreamSnapshot.from_dict(record.stream),
+        events,
+        client_last_seq=last_seq,
+        partial_text=record.partial_text,
+    )
 
 
 def _contiguous_tail(log_slice: LogSlice) -> LogSlice:

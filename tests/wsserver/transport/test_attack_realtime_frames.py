@@ -8,11 +8,13 @@ them: the id is the client's place in the stream when it resumes.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from typing import Any
 
 import pytest
+import redis.asyncio as redis_asyncio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
@@ -64,6 +66,25 @@ async def _answered(url: str) -> tuple[ClientConnection, dict[str, Any], list[di
         await first.send(json.dumps(event))
     await first.send(json.dumps({"type": "response.create"}))
     return first, created, await _until(first, "rate_limits.updated")
+
+
+async def _refused_replay_unavailable(url: str, created: dict[str, Any], seen: str) -> None:
+    """A resume from ``seen`` is answered ``replay_unavailable``, then closed 1008."""
+    second = await connect(
+        url + "/v1/realtime?model=m",
+        compression=None,
+        additional_headers={
+            "X-Wsserver-Session": created["resume"]["session_id"],
+            "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+            "X-Wsserver-Last-Event-Id": seen,
+        },
+    )
+    refusal = await _receive(second)
+    assert refusal["type"] == "error", refusal
+    assert refusal["error"]["code"] == "replay_unavailable", refusal
+    with pytest.raises(ConnectionClosed):
+        await second.recv()
+    assert second.close_code == CloseCode.POLICY_VIOLATION
 
 
 async def test_an_error_queued_while_an_event_is_half_written_follows_all_of_it(
@@ -135,18 +156,37 @@ async def test_an_answer_longer_than_the_replay_refuses_the_resume_in_band(
     seen = next(e["event_id"] for e in reversed(answer) if parse_event_id(e["event_id"]))
     first.transport.abort()
     await wait_until(lambda: not server.connections)
-    second = await connect(
-        url + "/v1/realtime?model=m",
-        compression=None,
-        additional_headers={
-            "X-Wsserver-Session": created["resume"]["session_id"],
-            "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
-            "X-Wsserver-Last-Event-Id": seen,
-        },
-    )
-    refusal = await _receive(second)
-    assert refusal["type"] == "error", refusal
-    assert refusal["error"]["code"] == "replay_unavailable", refusal
-    with pytest.raises(ConnectionClosed):
-        await second.recv()
-    assert second.close_code == CloseCode.POLICY_VIOLATION
+    await _refused_replay_unavailable(url, created, seen)
+
+
+async def test_a_resume_another_worker_must_refuse_leaves_the_session_with_its_owner(
+    start_server: StartServer, redis_url: str
+) -> None:
+    """Refused on a second worker, the resume takes nothing over: the first worker's
+    live connection goes on (it used to be closed 4003, session moved)."""
+    limits = {"replay_max_events": 16, "answer_tokens": 100, "max_output_tokens": 100}
+    owner = await start_server(store=redis_url, decode_rate=2000.0, **limits)
+    other = await start_server(store=redis_url, decode_rate=2000.0, **limits)
+    first, created, answer = await _answered(url_of(owner))
+    seen = next(e["event_id"] for e in reversed(answer) if parse_event_id(e["event_id"]))
+    session_id = created["resume"]["session_id"]
+    runtime = owner.sessions[session_id]
+    async with redis_asyncio.Redis.from_url(redis_url) as admin:
+
+        async def stored_seq() -> int:
+            stream = await admin.hget(f"wss:{{{session_id}}}:meta", "stream")
+            return int(json.loads(stream)["last_seq"]) if stream else 0
+
+        for _ in range(500):  # the owner's writes reach the store (a bound, not a timing)
+            if await stored_seq() >= runtime.last_seq:
+                break
+            await asyncio.sleep(0.01)
+    await _refused_replay_unavailable(url_of(other), created, seen)
+    # The owner still has the session: another answer on its connection.
+    await first.send(json.dumps({"type": "conversation.item.create", "item": USER_ITEM}))
+    await first.send(json.dumps({"type": "response.create"}))
+    again = await _until(first, "rate_limits.updated")
+    done = next(e for e in again if e["type"] == "response.done")
+    assert done["response"]["status"] == "completed", done
+    assert not other.sessions, "nothing was taken over"
+    await first.close()
