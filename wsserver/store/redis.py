@@ -124,13 +124,18 @@ class RedisSessionStore:
         return read_record(session_id, fields, partial_text, bool(lease_live))
 
     async def claim(self, session_id: str, owner: str) -> SessionRecord | None:
-        meta, _log, _partial, lease, tools = session_keys(session_id)
+        meta, log, partial, lease, tools = session_keys(session_id)
         limits = self.limits
 
         async def run() -> Any:
             return await self._claim(
-                keys=[meta, lease, tools],
-                args=[owner, milliseconds(limits.lease_ttl), milliseconds(limits.session_ttl)],
+                keys=[meta, lease, tools, log, partial],
+                args=[
+                    owner,
+                    milliseconds(limits.lease_ttl),
+                    milliseconds(limits.session_ttl),
+                    milliseconds(limits.resume_window),
+                ],
             )
 
         claimed = await self.client.call(run, meta)

@@ -60,9 +60,11 @@ redis.call('PEXPIRE', KEYS[5], ARGV[3])
 return 1
 """
 
-# KEYS: meta, lease, tools
-# ARGV: owner, lease_ttl_ms, meta_ttl_ms
+# KEYS: meta, lease, tools, log, partial
+# ARGV: owner, lease_ttl_ms, meta_ttl_ms, log_ttl_ms
 # Returns {new_epoch, previous_owner_or_empty, previous_lease_live (0|1)} or nil.
+# Every key's TTL starts again: the new owner's renewals refresh them only every quarter
+# of the resume window (RENEW), and the old owner may have stopped long ago.
 CLAIM = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return nil end
 local previous = redis.call('GET', KEYS[2])
@@ -72,6 +74,8 @@ redis.call('HSET', KEYS[1], 'owner', ARGV[1])
 redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 redis.call('PEXPIRE', KEYS[3], ARGV[3])
+redis.call('PEXPIRE', KEYS[4], ARGV[4])
+redis.call('PEXPIRE', KEYS[5], ARGV[4])
 local live = 0
 if previous then live = 1 end
 return {epoch, previous or recorded, live}

@@ -204,6 +204,10 @@ async def test_redis_renewal_refreshes_the_other_ttls_every_quarter_window(
         assert await store.redis.pttl(log) > 3000
         # A stale owner's light renewal is refused like a full one.
         assert (await store.renew([("s1", 2, "worker-b")])).stale == {"s1"}
+        # A takeover starts every TTL again: the new owner's renewals may be light.
+        await store.redis.pexpire(log, 500)
+        assert await store.claim("s1", "worker-b") is not None
+        assert await store.redis.pttl(log) > 3000
     finally:
         await store.close()
 
