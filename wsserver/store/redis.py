@@ -10,6 +10,7 @@ instead of hanging.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -76,6 +77,13 @@ class RedisSessionStore:
         self._use_client_token = script(redis_scripts.USE_CLIENT_TOKEN)
         self._refreshed_at = -math.inf
         """When renew last refreshed the TTLs of the sessions' other keys (monotonic)."""
+        self._refresh_every = min(self.limits.resume_window, self.limits.session_ttl) / 4
+        # Every write and every refresh sets a key's TTL to its window plus the time
+        # to the next refresh: the log then outlives a crashed owner by the whole
+        # resume window after its last renewal, the record by the session TTL.
+        self._meta_ttl_ms = milliseconds(self.limits.session_ttl + self._refresh_every)
+        self._log_ttl_ms = milliseconds(self.limits.resume_window + self._refresh_every)
+        self._ready: asyncio.Task[bool] | None = None
 
     @property
     def round_trips(self) -> int:
@@ -101,7 +109,7 @@ class RedisSessionStore:
                         "principal": record.principal,
                     },
                 )
-                pipe.pexpire(meta, milliseconds(limits.session_ttl))
+                pipe.pexpire(meta, self._meta_ttl_ms)
                 pipe.set(lease, record.owner or "", px=milliseconds(limits.lease_ttl))
                 await pipe.execute()
 
@@ -133,8 +141,8 @@ class RedisSessionStore:
                 args=[
                     owner,
                     milliseconds(limits.lease_ttl),
-                    milliseconds(limits.session_ttl),
-                    milliseconds(limits.resume_window),
+                    self._meta_ttl_ms,
+                    self._log_ttl_ms,
                 ],
             )
 
@@ -155,8 +163,8 @@ class RedisSessionStore:
             return AppendResult()
         limits = self.limits
         meta_ttl, log_ttl, lease_ttl = (
-            milliseconds(limits.session_ttl),
-            milliseconds(limits.resume_window),
+            self._meta_ttl_ms,
+            self._log_ttl_ms,
             milliseconds(limits.lease_ttl),
         )
 
@@ -226,13 +234,10 @@ class RedisSessionStore:
         if not leases:
             return AppendResult()
         limits = self.limits
-        # The lease every time; the other keys' TTLs (the log's is the resume window, the
-        # record's the session TTL) only every quarter of the shorter: each key then keeps
-        # three quarters of its TTL or more while its owner lives.
+        # The lease every time; the other keys' TTLs only every quarter of the shorter of
+        # the resume window and the session TTL (their TTLs include that quarter).
         now = time.monotonic()
-        refresh = now - self._refreshed_at >= min(limits.resume_window, limits.session_ttl) / 4
-        if refresh:
-            self._refreshed_at = now
+        refresh = now - self._refreshed_at >= self._refresh_every
 
         async def run(positions: list[int]) -> list[Any]:
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -244,8 +249,8 @@ class RedisSessionStore:
                         [
                             epoch,
                             owner,
-                            milliseconds(limits.session_ttl),
-                            milliseconds(limits.resume_window),
+                            self._meta_ttl_ms,
+                            self._log_ttl_ms,
                             milliseconds(limits.lease_ttl),
                             "1" if refresh else "0",
                         ],
@@ -254,7 +259,12 @@ class RedisSessionStore:
                 return result
 
         ids = [session_id for session_id, _epoch, _owner in leases]
-        return _outcome(ids, await self.client.by_node(_meta_keys(ids), run))
+        result = _outcome(ids, await self.client.by_node(_meta_keys(ids), run))
+        if refresh and not result.unwritten:
+            # Only a refresh that reached every node counts (else the next renewal
+            # tries again), so no key goes longer than a quarter window unrefreshed.
+            self._refreshed_at = now
+        return result
 
     async def remove(self, session_id: str, epoch: int) -> None:
         async def run() -> Any:
@@ -286,7 +296,7 @@ class RedisSessionStore:
         if not calls:
             return
         meta, _log, _partial, _lease, tools = session_keys(session_id)
-        args: list[Any] = [milliseconds(self.limits.session_ttl)]
+        args: list[Any] = [self._meta_ttl_ms]
         for call in calls:
             pending = replace(call, status=ToolCallStatus.PENDING, output=None, error=None)
             args.append(call.call_id)
@@ -306,7 +316,7 @@ class RedisSessionStore:
         async def run() -> Any:
             return await self._settle_tool_call(
                 keys=[meta, tools],
-                args=[milliseconds(self.limits.session_ttl), call_id, compact_json(outcome)],
+                args=[self._meta_ttl_ms, call_id, compact_json(outcome)],
             )
 
         settled = await self.client.call(run, meta)
@@ -365,6 +375,13 @@ class RedisSessionStore:
         return bool(int(await self.client.call(run, key)))
 
     async def ready(self) -> bool:
+        # One ping at a time, shared by every caller meanwhile: /readyz needs no
+        # credentials, and a flood of probes must not open a connection each.
+        if self._ready is None or self._ready.done():
+            self._ready = asyncio.get_running_loop().create_task(self._ping())
+        return await asyncio.shield(self._ready)
+
+    async def _ping(self) -> bool:
         try:
             await self.client.call(self.redis.ping)
         except SessionStoreUnavailable:
@@ -372,6 +389,8 @@ class RedisSessionStore:
         return True
 
     async def close(self) -> None:
+        if self._ready is not None:
+            self._ready.cancel()
         await self.client.close()
 
 

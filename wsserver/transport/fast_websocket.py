@@ -38,7 +38,7 @@ from protocol.event_repair import EventNotEncodable, void_event
 from protocol.events import TEXT_DELTA, Event, TextDelta
 from wsserver.transport.base import ConnectionHost
 from wsserver.transport.flush_queue import flush_queue
-from wsserver.transport.websocket import Connection, _describe
+from wsserver.transport.websocket import Connection, describe_failure
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class FastConnection(Connection):
             return
         except Exception as exc:
             # Never die silently: a writer that stops leaves the client waiting forever.
-            log.error("connection writer failed: %s", _describe(exc))
+            log.error("connection writer failed: %s", describe_failure(exc))
             self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
 
     def _write_ready(self) -> None:

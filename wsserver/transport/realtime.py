@@ -58,7 +58,7 @@ from protocol.session.inputs import Departure
 from wsserver.frontdoor.principal_limits import message_allowance
 from wsserver.transport.base import ConnectionHost, SessionEndpoint
 from wsserver.transport.realtime_configs import KEPT_CONFIGS
-from wsserver.transport.websocket import MAX_QUEUED_CONTROL, Connection
+from wsserver.transport.websocket import MAX_QUEUED_CONTROL, Connection, describe_failure
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,12 @@ class RealtimeConnection(Connection):
                     resume_token=request.resume_token,
                     last_seq=request.last_seq,
                 )
-                await self.server.resume_session(self, resume)
+                try:
+                    await self.server.resume_session(self, resume)
+                except Exception as exc:
+                    # One line, no traceback: the client is told (1011) and may retry.
+                    log.error("realtime resume failed: %s", describe_failure(exc))
+                    self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
         await super().run()
 
     def _resume_request(self) -> ResumeRequest | None:

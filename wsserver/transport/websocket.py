@@ -206,7 +206,7 @@ class Connection:
             pass
         except Exception as exc:
             # One line, no traceback: the client is told (1011) and resumes.
-            log.error("connection reader failed: %s", _describe(exc))
+            log.error("connection reader failed: %s", describe_failure(exc))
             self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
         finally:
             handshake_timer.cancel()
@@ -314,7 +314,7 @@ class Connection:
             return
         except Exception as exc:
             # Never die silently: a writer that stops leaves the client waiting forever.
-            log.error("connection writer failed: %s", _describe(exc))
+            log.error("connection writer failed: %s", describe_failure(exc))
             self.close(CloseCode.INTERNAL_ERROR, "internal error: resume")
 
     async def _send(self, frame: tuple[bytes, bool]) -> None:
@@ -401,7 +401,7 @@ def _as_payload(frame: str | bytes) -> tuple[bytes, bool]:
     return frame, False
 
 
-def _describe(exc: BaseException) -> str:
+def describe_failure(exc: BaseException) -> str:
     """One line: the exception, and what caused it."""
     text = f"{type(exc).__name__}: {exc}"
     cause = exc.__cause__

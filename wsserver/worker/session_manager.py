@@ -350,10 +350,16 @@ def _restored(
 ) -> tuple[ServerSession, ResponseState | None]:
     """The session as a takeover restores it from the store, and the response its dead
     owner left running (if any)."""
-    events = [
-        event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
-        for _, payload in _tail_for(log_slice, last_seq).events
-    ]
+    try:
+        events = [
+            event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
+            for _, payload in _tail_for(log_slice, last_seq).events
+        ]
+    except (msgpack.UnpackException, ValueError, TypeError, KeyError, AttributeError) as exc:
+        log.error("stored replay log of %s is unreadable: %s", record.session_id, exc)
+        raise ResumeRefused(
+            ErrorCode.REPLAY_UNAVAILABLE, "the stored replay log is unreadable"
+        ) from None
     return restore_session(
         record.session_id,
         ConversationSnapshot.from_dict(record.conversation),

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+import redis.asyncio as redis_asyncio
 from redis.crc import key_slot
 
 from protocol.usage import Usage
@@ -191,6 +192,9 @@ async def test_redis_renewal_refreshes_the_other_ttls_every_quarter_window(
     try:
         await store.create(_record())
         await store.append([_batch("s1", 1, range(1, 3))])
+        # The resume window and the time to the next refresh: a crashed owner's log
+        # lives the whole window after its last renewal.
+        assert 4000 < await store.redis.pttl(log) <= 5000
         await store.redis.pexpire(log, 1500)
         assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
         assert await store.redis.pttl(log) > 3000, "the first renewal refreshes every TTL"
@@ -207,6 +211,29 @@ async def test_redis_renewal_refreshes_the_other_ttls_every_quarter_window(
         # A takeover starts every TTL again: the new owner's renewals may be light.
         await store.redis.pexpire(log, 500)
         assert await store.claim("s1", "worker-b") is not None
+        assert await store.redis.pttl(log) > 3000
+    finally:
+        await store.close()
+
+
+async def test_redis_renewal_that_failed_to_refresh_refreshes_on_the_next(
+    redis_url: str,
+) -> None:
+    """A full refresh that did not reach Redis does not count: the next renewal does it."""
+    store = RedisSessionStore(redis_url, StoreLimits(resume_window=4.0, lease_ttl=1.0), timeout=0.3)
+    log = "wss:{s1}:log"
+    try:
+        await store.create(_record())
+        await store.append([_batch("s1", 1, range(1, 3))])
+        await store.renew([("s1", 1, "worker-a")])  # the first: full
+        await asyncio.sleep(1.0)  # a quarter of the window: the next renewal is full
+        async with redis_asyncio.Redis.from_url(redis_url) as admin:
+            await admin.execute_command("CLIENT", "PAUSE", 600, "ALL")
+        with pytest.raises(SessionStoreUnavailable):
+            await store.renew([("s1", 1, "worker-a")])
+        await asyncio.sleep(0.4)  # the pause ends
+        await store.redis.pexpire(log, 1500)
+        assert (await store.renew([("s1", 1, "worker-a")])).stale == set()
         assert await store.redis.pttl(log) > 3000
     finally:
         await store.close()
@@ -465,7 +492,8 @@ async def test_redis_tool_ledger_keys(any_redis_url: str) -> None:
         key = "wss:{s1}:tools"
         assert await store.redis.exists(key) == 0
         await store.add_tool_calls("s1", [_call("c1"), _call("c2")])
-        ttl_ms = LIMITS.session_ttl * 1000
+        # The session TTL, and the time to the next refresh (a quarter of the resume window).
+        ttl_ms = (LIMITS.session_ttl + LIMITS.resume_window / 4) * 1000
         assert ttl_ms - 1000 < await store.redis.pttl(key) <= ttl_ms
         # Records and ledger share a slot, so the scripts run on Redis Cluster.
         assert key_slot(key.encode()) == key_slot(b"wss:{s1}:meta")

@@ -68,6 +68,14 @@ async def _answered(url: str) -> tuple[ClientConnection, dict[str, Any], list[di
     return first, created, await _until(first, "rate_limits.updated")
 
 
+async def _answers_again(ws: ClientConnection) -> None:
+    """The session is still this connection's: another answer completes on it."""
+    await ws.send(json.dumps({"type": "conversation.item.create", "item": USER_ITEM}))
+    await ws.send(json.dumps({"type": "response.create"}))
+    done = next(e for e in await _until(ws, "rate_limits.updated") if e["type"] == "response.done")
+    assert done["response"]["status"] == "completed", done
+
+
 async def _refused_replay_unavailable(url: str, created: dict[str, Any], seen: str) -> None:
     """A resume from ``seen`` is answered ``replay_unavailable``, then closed 1008."""
     second = await connect(
@@ -182,11 +190,32 @@ async def test_a_resume_another_worker_must_refuse_leaves_the_session_with_its_o
                 break
             await asyncio.sleep(0.01)
     await _refused_replay_unavailable(url_of(other), created, seen)
-    # The owner still has the session: another answer on its connection.
-    await first.send(json.dumps({"type": "conversation.item.create", "item": USER_ITEM}))
-    await first.send(json.dumps({"type": "response.create"}))
-    again = await _until(first, "rate_limits.updated")
-    done = next(e for e in again if e["type"] == "response.done")
-    assert done["response"]["status"] == "completed", done
+    await _answers_again(first)
     assert not other.sessions, "nothing was taken over"
+    await first.close()
+
+
+async def test_a_corrupt_stored_log_refuses_the_resume_in_band(
+    start_server: StartServer, redis_url: str
+) -> None:
+    """A stored event that does not decode (a foreign write): the resume on another
+    worker is refused ``replay_unavailable``, not a crash (1011), and nothing is taken."""
+    owner = await start_server(store=redis_url, answer_tokens=5)
+    other = await start_server(store=redis_url, answer_tokens=5)
+    first, created, answer = await _answered(url_of(owner))
+    seen = next(e["event_id"] for e in reversed(answer) if parse_event_id(e["event_id"]))
+    session_id = created["resume"]["session_id"]
+    log = f"wss:{{{session_id}}}:log"
+    async with redis_asyncio.Redis.from_url(redis_url) as admin:
+        for _ in range(500):  # the owner's writes reach the store (a bound, not a timing)
+            entries = await admin.xrange(log)
+            if len(entries) >= owner.sessions[session_id].last_seq:
+                break
+            await asyncio.sleep(0.01)
+        await admin.delete(log)
+        for index, (entry_id, fields) in enumerate(entries):
+            await admin.xadd(log, {b"p": b"\xc1" if index == 1 else fields[b"p"]}, id=entry_id)
+    await _refused_replay_unavailable(url_of(other), created, seen)
+    assert not other.sessions, "nothing was taken over"
+    await _answers_again(first)
     await first.close()

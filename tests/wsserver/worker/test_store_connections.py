@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -56,3 +57,15 @@ async def test_a_burst_of_sessions_keeps_within_the_limit(
     # worker's store holds two at most, and its registry (one call a second) one.
     assert _store_connections(unlimited, redis_url) > 3
     assert 1 <= _store_connections(limited, redis_url) <= 3
+
+
+def test_a_flood_of_readiness_probes_shares_one_ping(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    """``/readyz`` needs no credentials: 150 probes at once get one ping between them,
+    not a connection each."""
+    _unlimited, limited = workers
+    with ThreadPoolExecutor(max_workers=150) as pool:
+        statuses = list(pool.map(lambda _: limited.get("/readyz")[0], range(150)))
+    assert statuses == [200] * 150
+    assert _store_connections(limited, redis_url) <= 3
