@@ -8,6 +8,7 @@ values outside each set below become ``other``.
 from __future__ import annotations
 
 from protocol.codes import CLOSE_CODES, ErrorCode
+from protocol.dialects.realtime.resume import REFUSAL_CODES as REALTIME_REFUSAL_CODES
 from protocol.generation import FinishReason
 
 OTHER = "other"
@@ -66,8 +67,9 @@ STORE_OPERATIONS = (
 
 TOOL_OUTCOMES = ("emitted", "result", "error_result", "timed_out")
 AUTH_REASONS = ("no_credentials", "invalid", "forbidden", "rate_limited", "origin")
-ERROR_CODES = frozenset(code.value for code in ErrorCode)
-"""A refused resume is labelled with its error code (the fixed enum of protocol/codes.py)."""
+RESUME_REFUSALS = frozenset(code.value for code in ErrorCode) | REALTIME_REFUSAL_CODES
+"""A refused resume is labelled with its error code: the fixed enum of protocol/codes.py,
+or one of the Realtime dialect's refusals of its resume headers."""
 
 
 def close_code(code: int | None) -> str:

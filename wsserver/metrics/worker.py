@@ -125,7 +125,7 @@ class _LiveWorkerMetrics(WorkerMetrics):
         self.set.events_replayed.observe(replayed)
 
     def resume_refused(self, code: str) -> None:
-        self.set.resumes.labels(labels.bounded(code, labels.ERROR_CODES)).inc()
+        self.set.resumes.labels(labels.bounded(code, labels.RESUME_REFUSALS)).inc()
 
     def closed(self, code: int) -> None:
         self.set.closes.labels(labels.close_code(code)).inc()

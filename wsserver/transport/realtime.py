@@ -111,7 +111,7 @@ class RealtimeConnection(Connection):
         try:
             self._resume = self._resume_request()
         except ResumeRequestInvalid as invalid:
-            self._refuse(invalid.code, invalid.message)
+            self._refuse_resume(invalid.code, invalid.message)
         else:
             if self._resume is None:
                 # Realtime's tool loop: a response that calls tools ends, the client
@@ -150,6 +150,12 @@ class RealtimeConnection(Connection):
             if values:
                 headers[name] = values[0]
         return resume_request(headers, request.path.partition("?")[2])
+
+    def _refuse_resume(self, code: str, text: str) -> None:
+        """Refuse a resume the dialect itself turned down, and count it (the native
+        refusals it passes on are counted where the native session refused them)."""
+        self.server.metrics.resume_refused(code)
+        self._refuse(code, text)
 
     def _refuse(self, code: str, text: str) -> None:
         """A resume that cannot be served: an ``error`` with the code, then a close.
@@ -277,7 +283,7 @@ class RealtimeConnection(Connection):
         if refusal is None or runtime.transport is None:
             return True  # a session nobody holds is refused after binding (start_replay)
         self._resume = None
-        self._refuse(*refusal)
+        self._refuse_resume(*refusal)
         return False
 
     def stored_resume_check(self) -> Callable[[ServerSession, int], bool] | None:
@@ -292,7 +298,7 @@ class RealtimeConnection(Connection):
         if refusal is None:
             return True
         self._resume = None
-        self._refuse(*refusal)
+        self._refuse_resume(*refusal)
         return False
 
     def _resume_refusal(self, session: ServerSession, acked_seq: int) -> tuple[str, str] | None:
@@ -320,7 +326,7 @@ class RealtimeConnection(Connection):
             return refused.code.value, refused.message
         return None
 
-    def start_replay(self, events: list[Event]) -> None:
+    def start_replay(self, events: list[Event]) -> bool:
         """Rebuild the translation from the last quiet point, then replay what was missed.
 
         The native resume gives the events after the seen event's seq; the rebuild
@@ -329,8 +335,7 @@ class RealtimeConnection(Connection):
         request, runtime, dialect = self._resume, self.runtime, self.dialect
         if request is None or runtime is None or dialect is None:
             self._resume = None
-            super().start_replay(events)
-            return
+            return super().start_replay(events)
         refusal = None
         if not self._resume_vetted:
             refusal = self._resume_refusal(runtime.session, runtime.acked_seq)
@@ -339,14 +344,14 @@ class RealtimeConnection(Connection):
             # Attached already: leave the session resumable as it was, refuse this one.
             self.runtime = None
             runtime.detach(self, Departure.LOST, reason="resume_refused")
-            self._refuse(*refusal)
-            return
+            self._refuse_resume(*refusal)
+            return False
         history = runtime.session.replay_after(runtime.acked_seq)
         self._skip_to = request.seen
         if request.seen is not None:
             dialect.written = (request.seen.seq, request.seen.index)
         self._quiet_seq = runtime.acked_seq or None
-        super().start_replay(history)
+        return super().start_replay(history)
 
     def _next_frame(self) -> tuple[bytes, bool] | None:
         """The native step, past the events that translate to nothing here."""

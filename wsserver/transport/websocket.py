@@ -138,13 +138,15 @@ class Connection:
         before it replaces the session's live connection)."""
         return True
 
-    def start_replay(self, events: list[Event]) -> None:
-        """Queue events a resuming client missed."""
+    def start_replay(self, events: list[Event]) -> bool:
+        """Queue events a resuming client missed; whether the resume goes on (a
+        dialect may refuse it here instead, having answered the client)."""
         if self._replay is None:
             self._replay = deque(events)
         else:
             self._replay.extend(events)
         self.wake()
+        return True
 
     def close_slow_consumer(self, text: str = "slow consumer: resume") -> None:
         """The outbox passed its hard bound: close with 4000 so the client resumes."""

@@ -101,8 +101,8 @@ async def resume_session(
         runtime.detach(previous, Departure.LOST)
         previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
     _bind(host.settings, connection, runtime, resumed=True, token=None)
-    host.metrics.resumed(len(events))
-    connection.start_replay(events)
+    if connection.start_replay(events):  # else refused there, and counted as refused
+        host.metrics.resumed(len(events))
 
 
 def _valid_principal(host: HandshakeHost, connection: Connection) -> Principal | None:

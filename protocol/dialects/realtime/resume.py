@@ -72,6 +72,10 @@ class ResumeRequestInvalid(DialectError):
     """Resume headers that cannot be served as they are (refused, never a fresh session)."""
 
 
+REFUSAL_CODES = frozenset({"invalid_resume_request", "resume_token_in_query", "invalid_event_id"})
+"""The codes of :class:`ResumeRequestInvalid`: the dialect's own, beside the native ones."""
+
+
 def resume_request(headers: Mapping[str, str], query: str) -> ResumeRequest | None:
     """The resume a handshake asks for, ``None`` for a new session, or
     :class:`ResumeRequestInvalid`.

@@ -28,7 +28,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "reason": labels.REASONS | frozenset(labels.AUTH_REASONS),
     "code": labels.CLOSE_CODE_VALUES,
     "outcome": frozenset(
-        {*labels.TOOL_OUTCOMES, "resumed", *labels.ERROR_CODES, *PLACEMENT_OUTCOMES, "other"}
+        {*labels.TOOL_OUTCOMES, "resumed", *labels.RESUME_REFUSALS, *PLACEMENT_OUTCOMES, "other"}
     ),
     "operation": frozenset(labels.STORE_OPERATIONS),
     "kind": frozenset({"unavailable", "other", "response.interrupt", "response.cancel"})

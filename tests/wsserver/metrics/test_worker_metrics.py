@@ -9,12 +9,21 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from websockets.asyncio.client import connect
+
 from tests.wsserver.audio_fixtures import BYTES_PER_MS, pcm, silence
 from tests.wsserver.frontdoor.http import connect_as
 from tests.wsserver.metrics.conftest import MeteredWorker
 from tests.wsserver.metrics.scrape import get, moved, scrape, value
 from tests.wsserver.session.test_tool_calls import PARIS, WEATHER
 from tests.wsserver.session.test_voice import Mic, voice
+from tests.wsserver.transport.test_realtime_resume import (
+    Served,
+    answered,
+    open_session,
+    refused,
+    resume_headers,
+)
 from tests.wsserver.wire import RawClient
 
 
@@ -110,6 +119,45 @@ async def test_a_resume_counts_the_events_it_replays_and_a_refusal_its_code(
     assert moved(before, after, "wsserver_resumes_total", outcome="invalid_resume_token") == 1
     await again.close()
     await bogus.close()
+
+
+async def test_realtime_refusals_are_counted_once_each_by_their_code(
+    worker: MeteredWorker,
+) -> None:
+    served = Served(worker.process, worker.user_key, worker.user_key)
+    ws, created = await open_session(served, worker.user_key)
+    events = await answered(ws)
+    ws.transport.abort()  # dropped: the session waits for its client
+    seq = int(events[-1]["event_id"].split("_")[1])
+    good = resume_headers(created, events[-1]["event_id"])
+    before = await scraped(worker)
+    refusals = [
+        # Refused by the dialect: its own codes, and a replay it cannot rebuild from.
+        ({**good, "X-Wsserver-Last-Event-Id": f"event_{seq}_7"}, "", "invalid_event_id"),
+        ({"X-Wsserver-Session": good["X-Wsserver-Session"]}, "", "invalid_resume_request"),
+        ({}, "&resume_token=x", "resume_token_in_query"),
+        # Refused by the native session, passed on by the dialect: counted there, once.
+        ({**good, "X-Wsserver-Last-Event-Id": "event_999_0"}, "", "invalid_seq"),
+    ]
+    for headers, query, code in refusals:
+        error, _close = await refused(served, worker.user_key, headers, query)
+        assert error["code"] == code
+    after = await scraped(worker)
+    for _headers, _query, code in refusals:
+        assert moved(before, after, "wsserver_resumes_total", outcome=code) == 1, code
+    assert moved(before, after, "wsserver_resumes_total") == len(refusals), (
+        before["wsserver_resumes_total"],
+        after["wsserver_resumes_total"],
+    )
+    # Still resumable: the refusals left the session with its client.
+    async with connect(
+        worker.url + "/v1/realtime?model=m",
+        additional_headers={"Authorization": f"Bearer {worker.user_key}", **good},
+        compression=None,
+    ) as resumed:
+        await answered(resumed)
+    resumed_after = await scraped(worker)
+    assert moved(after, resumed_after, "wsserver_resumes_total", outcome="resumed") == 1
 
 
 async def test_a_tool_call_counts_emitted_and_answered(worker: MeteredWorker) -> None:
