@@ -12,7 +12,7 @@ import { closeDisposition, RESUME_FATAL, type Disposition } from "./codes.js";
 import type { ClientMessage, ResponseTruncated, ServerEvent, ServerMessageBase } from "./events.js";
 
 /** Ended responses remembered, to drop a second end of one (see {@link ClientSession.ended}). */
-const ENDED_KEPT = 64;
+export const ENDED_KEPT = 64;
 
 /** Where the client session stands. */
 export type ClientState = "new" | "opening" | "open" | "disconnected" | "resuming" | "closed";
@@ -29,6 +29,8 @@ export interface ResumePoint {
   readonly lastSeq: number;
   /** Responses started and not ended, with the seq of their `response.created`. */
   readonly openResponses?: ReadonlyArray<readonly [string, number]>;
+  /** The last responses the application saw end, oldest first (see {@link ClientSession.ended}). */
+  readonly endedResponses?: ReadonlyArray<string>;
 }
 
 /** Dedup, last-seen tracking, truncation detection and resume decisions. */
@@ -72,6 +74,10 @@ export class ClientSession {
       this.openResponses.push(id);
       this.createdSeq.set(id, seq);
     }
+    // The old object's application saw these end: a takeover's second end is dropped
+    // here as it would have been there.
+    this.ended.length = 0;
+    this.ended.push(...(point.endedResponses ?? []).slice(-ENDED_KEPT));
     this.state = "disconnected";
   }
 
@@ -83,6 +89,7 @@ export class ClientSession {
       resumeToken: this.resumeToken,
       lastSeq: this.lastSeq,
       openResponses: this.openResponses.map((id) => [id, this.createdSeq.get(id) ?? 0] as const),
+      endedResponses: [...this.ended],
     };
   }
 

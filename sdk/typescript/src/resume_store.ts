@@ -6,6 +6,7 @@
  */
 
 import type { ClientMessage } from "./events.js";
+import { ENDED_KEPT } from "./client_session.js";
 import { KEPT_STARTED } from "./tools.js";
 
 /** What a new client object needs to take a session over from an old one. */
@@ -16,6 +17,8 @@ export interface ResumeState {
   readonly lastSeq: number;
   /** Responses started and not ended, with the seq of their `response.created`. */
   readonly openResponses: ReadonlyArray<readonly [string, number]>;
+  /** The last responses the application saw end: a second end after a takeover is dropped. */
+  readonly endedResponses: ReadonlyArray<string>;
   /** Tool results sent and not yet acknowledged (sent again on resume), by call id. */
   readonly toolResults: { readonly [callId: string]: ClientMessage };
   /** Calls whose handler ran or runs here: never run twice, also across a reload. */
@@ -104,8 +107,10 @@ function wellFormed(value: unknown): ResumeState | undefined {
   const openResponses = state.openResponses ?? [];
   const toolResults = state.toolResults ?? {};
   const startedCalls = state.startedCalls ?? [];
+  const endedResponses = state.endedResponses ?? [];
   if (!Array.isArray(openResponses) || !openResponses.every(isOpenResponse)) return undefined;
   if (!Array.isArray(startedCalls) || !startedCalls.every((id) => typeof id === "string")) return undefined;
+  if (!Array.isArray(endedResponses) || !endedResponses.every((id) => typeof id === "string")) return undefined;
   if (typeof toolResults !== "object" || toolResults === null || Array.isArray(toolResults)) return undefined;
   if (!Object.values(toolResults).every(isToolResult)) return undefined;
   return {
@@ -113,6 +118,8 @@ function wellFormed(value: unknown): ResumeState | undefined {
     resumeToken,
     lastSeq,
     openResponses: openResponses as Array<readonly [string, number]>,
+    // As many as the session keeps: a longer list is not one it wrote.
+    endedResponses: (endedResponses as string[]).slice(-ENDED_KEPT),
     toolResults: toolResults as { [callId: string]: ClientMessage },
     // As many as the client keeps: a longer list is not one it wrote.
     startedCalls: (startedCalls as string[]).slice(-KEPT_STARTED),

@@ -33,6 +33,8 @@ const tampered: Array<[string, Record<string, unknown>]> = [
   ["toolResults an array", { ...base, toolResults: [1, 2] }],
   ["toolResults of non-messages", { ...base, toolResults: { call_1: "rm -rf" } }],
   ["startedCalls of objects", { ...base, startedCalls: [{}, 7] }],
+  ["endedResponses of numbers", { ...base, endedResponses: [1, null] }],
+  ["endedResponses a string", { ...base, endedResponses: "resp_1" }],
   ["lastSeq negative", { ...base, lastSeq: -5 }],
   ["lastSeq fractional", { ...base, lastSeq: 2.5 }],
   ["lastSeq huge", { ...base, lastSeq: 1e308 }],
@@ -53,6 +55,7 @@ for (const [what, record] of tampered) {
       assert.ok(typeof message === "object" && message !== null && (message as { type?: unknown }).type === "tool.result", JSON.stringify(message));
     }
     for (const id of loaded.startedCalls) assert.equal(typeof id, "string");
+    for (const id of loaded.endedResponses) assert.equal(typeof id, "string");
     // What open() does with it must not throw.
     new ClientSession().restore(loaded);
   });
@@ -69,7 +72,7 @@ test("a full storage never makes save throw (acks, tool calls and tool results g
   const storage = new FullStorage();
   storage.items.set("wsserver.session", JSON.stringify({ ...base, lastSeq: 1 })); // an older save
   const store = new WebResumeStore(storage);
-  assert.doesNotThrow(() => store.save({ ...base, lastSeq: 9, openResponses: [], toolResults: {}, startedCalls: ["call_1"] }));
+  assert.doesNotThrow(() => store.save({ ...base, lastSeq: 9, openResponses: [], endedResponses: [], toolResults: {}, startedCalls: ["call_1"] }));
   // Resuming from the older record would run call_1 again and replay from seq 1: start afresh instead.
   assert.equal(store.load(), undefined);
 });

@@ -90,6 +90,25 @@ test("a second end of a response after a takeover is dropped; one never seen pas
   assert.deepEqual(session.receive(unseen), [unseen]);
 });
 
+test("a new object restored from the resume point drops a takeover's second end too (a reload)", () => {
+  // The page saw resp_1 end and reloaded; the worker had died before storing that end,
+  // so the one that takes the session over ends resp_1 failed after the new page resumes.
+  const old = opened();
+  old.receive(ev(1, "response.created"));
+  old.receive(ev(2, "response.done", { status: "completed" }));
+  const point = old.resumePoint();
+  assert.ok(point !== undefined);
+  assert.deepEqual(point.endedResponses, ["resp_1"]);
+  const reloaded = new ClientSession(4);
+  reloaded.restore(JSON.parse(JSON.stringify(point)));
+  reloaded.resumeMessage();
+  reloaded.receive(ready({ resumed: true, last_seq: 2, resume_token: undefined, lost_after_seq: 1 }));
+  assert.deepEqual(reloaded.receive(ev(3, "response.done", { status: "failed" })), []);
+  assert.equal(reloaded.duplicateEnds, 1);
+  const unseen = ev(4, "response.done", { response_id: "resp_0", status: "failed" });
+  assert.deepEqual(reloaded.receive(unseen), [unseen]);
+});
+
 test("a response ended as truncated does not end again; 64 ends are remembered", () => {
   const session = opened();
   session.receive(ev(1, "response.created"));

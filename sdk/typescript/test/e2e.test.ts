@@ -261,7 +261,7 @@ describe("against a worker", { timeout: 60_000 }, () => {
     await c.close();
     const store = new MemoryResumeStore();
     assert.ok(point !== undefined);
-    store.save({ ...point, openResponses: [], toolResults: {}, startedCalls: [] });
+    store.save({ ...point, openResponses: [], endedResponses: [], toolResults: {}, startedCalls: [] });
     const again = client({ resumeStore: store });
     const seen = record(again);
     await assert.rejects(again.open(), SessionClosed);

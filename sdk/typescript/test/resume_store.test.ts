@@ -23,6 +23,7 @@ const state: ResumeState = {
   resumeToken: "wrt_b",
   lastSeq: 41,
   openResponses: [["resp_2", 30]],
+  endedResponses: ["resp_1"],
   toolResults: { call_1: { type: "tool.result", call_id: "call_1", output: { ok: true }, id: "call_1" } },
   startedCalls: ["call_1"],
 };
@@ -54,5 +55,13 @@ test("keys keep sessions apart; a foreign or broken value reads as nothing", () 
   assert.equal(new WebResumeStore(storage).load(), undefined);
   // An older, smaller record: the lists default to empty.
   storage.setItem("wsserver.session", JSON.stringify({ sessionId: "s", resumeToken: "t", lastSeq: 3 }));
-  assert.deepEqual(new WebResumeStore(storage).load(), { sessionId: "s", resumeToken: "t", lastSeq: 3, openResponses: [], toolResults: {}, startedCalls: [] });
+  assert.deepEqual(new WebResumeStore(storage).load(), { sessionId: "s", resumeToken: "t", lastSeq: 3, openResponses: [], endedResponses: [], toolResults: {}, startedCalls: [] });
+});
+
+test("a longer list of ended responses than a session keeps is cut to its newest", () => {
+  const storage = new FakeStorage();
+  const endedResponses = Array.from({ length: 1000 }, (_, i) => `resp_${i}`);
+  storage.setItem("wsserver.session", JSON.stringify({ ...state, endedResponses }));
+  const loaded = new WebResumeStore(storage).load();
+  assert.deepEqual(loaded?.endedResponses, endedResponses.slice(-64));
 });

@@ -316,6 +316,7 @@ export class SessionClient {
         this.store.save({
             ...point,
             openResponses: point.openResponses ?? [],
+            endedResponses: point.endedResponses ?? [],
             toolResults: Object.fromEntries(this.toolbox.unacknowledged),
             startedCalls: [...this.toolbox.started],
         });

@@ -9,7 +9,7 @@
  */
 import { closeDisposition, RESUME_FATAL } from "./codes.js";
 /** Ended responses remembered, to drop a second end of one (see {@link ClientSession.ended}). */
-const ENDED_KEPT = 64;
+export const ENDED_KEPT = 64;
 /** The server skipped a seq: a server bug, never papered over (the SDK resumes instead). */
 export class SequenceGap extends Error {
     name = "SequenceGap";
@@ -56,6 +56,10 @@ export class ClientSession {
             this.openResponses.push(id);
             this.createdSeq.set(id, seq);
         }
+        // The old object's application saw these end: a takeover's second end is dropped
+        // here as it would have been there.
+        this.ended.length = 0;
+        this.ended.push(...(point.endedResponses ?? []).slice(-ENDED_KEPT));
         this.state = "disconnected";
     }
     /** The resume point, once the session has one. */
@@ -67,6 +71,7 @@ export class ClientSession {
             resumeToken: this.resumeToken,
             lastSeq: this.lastSeq,
             openResponses: this.openResponses.map((id) => [id, this.createdSeq.get(id) ?? 0]),
+            endedResponses: [...this.ended],
         };
     }
     // -- outgoing ---------------------------------------------------------------------

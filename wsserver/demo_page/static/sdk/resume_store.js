@@ -4,6 +4,7 @@
  * page that reloads resumes its session where the old page stopped.
  * @packageDocumentation
  */
+import { ENDED_KEPT } from "./client_session.js";
 import { KEPT_STARTED } from "./tools.js";
 /** Keeps the state in this object only (lost with it). */
 export class MemoryResumeStore {
@@ -73,9 +74,12 @@ function wellFormed(value) {
     const openResponses = state.openResponses ?? [];
     const toolResults = state.toolResults ?? {};
     const startedCalls = state.startedCalls ?? [];
+    const endedResponses = state.endedResponses ?? [];
     if (!Array.isArray(openResponses) || !openResponses.every(isOpenResponse))
         return undefined;
     if (!Array.isArray(startedCalls) || !startedCalls.every((id) => typeof id === "string"))
+        return undefined;
+    if (!Array.isArray(endedResponses) || !endedResponses.every((id) => typeof id === "string"))
         return undefined;
     if (typeof toolResults !== "object" || toolResults === null || Array.isArray(toolResults))
         return undefined;
@@ -86,6 +90,8 @@ function wellFormed(value) {
         resumeToken,
         lastSeq,
         openResponses: openResponses,
+        // As many as the session keeps: a longer list is not one it wrote.
+        endedResponses: endedResponses.slice(-ENDED_KEPT),
         toolResults: toolResults,
         // As many as the client keeps: a longer list is not one it wrote.
         startedCalls: startedCalls.slice(-KEPT_STARTED),
