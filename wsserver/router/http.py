@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
@@ -23,6 +24,15 @@ from wsserver.router.errors import MalformedHead
 SESSION_HEADER = "x-wsserver-session"
 MAX_SESSION_ID_CHARS = 200
 END_OF_HEAD = b"\r\n\r\n"
+MAX_HEADERS = 128
+"""The most header lines a head may have (the workers' parser allows as many)."""
+_VERSIONS = (b"HTTP/1.1", b"HTTP/1.0")
+_TOKEN = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+"""A header name (RFC 9110 ``token``)."""
+_FIELD_VALUE = re.compile(rb"[\x09\x20-\x7e\x80-\xff]*")
+"""A header value: visible bytes, spaces and tabs (RFC 9110 ``field-value``)."""
+_TARGET = re.compile(rb"[\x21-\x7e]+")
+"""A request target: visible ASCII."""
 
 
 @dataclass(frozen=True)
@@ -55,19 +65,37 @@ class RequestHead:
 
 def parse_request_head(raw: bytes) -> RequestHead:
     """Parse a request head ending in CRLF CRLF; :class:`MalformedHead` when it is not
-    HTTP/1.1."""
-    lines = raw[: -len(END_OF_HEAD)].decode("latin-1").split("\r\n")
-    parts = lines[0].split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+    one a worker would read.
+
+    As strict as the workers' HTTP parser (websockets'): a head it refuses would make
+    the worker close without an answer, which the router would take for a worker that
+    failed (and try the next one). So the router refuses it itself, with a 400.
+    """
+    lines = raw[: -len(END_OF_HEAD)].split(b"\r\n")
+    parts = lines[0].split(b" ")
+    if (
+        len(parts) != 3
+        or not _TOKEN.fullmatch(parts[0])
+        or not _TARGET.fullmatch(parts[1])
+        or parts[2] not in _VERSIONS
+    ):
         raise MalformedHead("malformed request line")
+    if len(lines) > MAX_HEADERS + 1:
+        raise MalformedHead(f"more than {MAX_HEADERS} headers")
     headers: dict[str, str] = {}
     for line in lines[1:]:
-        name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip():
+        raw_name, colon, raw_value = line.partition(b":")
+        raw_value = raw_value.strip(b" \t")
+        # A bare CR or LF, a NUL or a control byte: refused (header smuggling).
+        if not colon or not _TOKEN.fullmatch(raw_name) or not _FIELD_VALUE.fullmatch(raw_value):
             raise MalformedHead("malformed header line")
-        key = name.lower()
-        headers[key] = f"{headers[key]}, {value.strip()}" if key in headers else value.strip()
-    head = RequestHead(raw, parts[0], parts[1], headers)
+        key, value = raw_name.decode("ascii").lower(), raw_value.decode("latin-1")
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if "transfer-encoding" in headers:
+        raise MalformedHead("a request body is not accepted")
+    if set(headers.get("content-length", "0").split(", ")) != {"0"}:
+        raise MalformedHead("a request body is not accepted")
+    head = RequestHead(raw, parts[0].decode("ascii"), parts[1].decode("ascii"), headers)
     try:
         urlsplit(head.target)  # every later read of path and query splits it again
     except ValueError as exc:  # "//[::1": an unclosed IPv6 host

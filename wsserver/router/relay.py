@@ -84,7 +84,11 @@ class Relay:
             log.info("worker %s unreachable: %s", worker.worker_id, exc or type(exc).__name__)
             return None
         try:
-            tune(up_writer, self.settings.tcp_user_timeout)
+            tune(
+                up_writer,
+                self.settings.tcp_user_timeout,
+                receive_buffer=self.settings.socket_buffer,
+            )
             up_writer.write(head)
             async with asyncio.timeout(timeout):
                 await up_writer.drain()
@@ -147,11 +151,24 @@ class Relay:
             upstream.writer.close()
 
 
-def tune(writer: asyncio.StreamWriter, user_timeout: float) -> None:
-    """No Nagle delay, keepalives, and a bound on unacknowledged data (Linux)."""
+def tune(
+    writer: asyncio.StreamWriter,
+    user_timeout: float,
+    *,
+    send_buffer: int = 0,
+    receive_buffer: int = 0,
+) -> None:
+    """No Nagle delay, keepalives, a bound on unacknowledged data (Linux), and the
+    kernel buffers asked for (0: the kernel's autotuning, up to several MiB each)."""
     sock = writer.get_extra_info("socket")
     with contextlib.suppress(OSError, AttributeError):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         if user_timeout and hasattr(socket, "TCP_USER_TIMEOUT"):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(user_timeout * 1000))
+        if send_buffer:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+        if receive_buffer:
+            # Set after the connect: the window scale is agreed already, but the window
+            # the router advertises stays within this buffer from here on.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)

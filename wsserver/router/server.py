@@ -192,7 +192,7 @@ class Router:
             return
         self._connections.add(task)
         try:
-            tune(writer, self.settings.tcp_user_timeout)
+            tune(writer, self.settings.tcp_user_timeout, send_buffer=self.settings.socket_buffer)
             await self._serve(reader, writer)
         except asyncio.CancelledError:
             # Only stop() cancels a connection task, and this is the task's outermost

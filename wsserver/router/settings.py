@@ -53,6 +53,13 @@ class RouterSettings(FrontDoorSettings):
     tcp_user_timeout: float = Field(
         30.0, ge=0, description="seconds sent data may stay unacknowledged (Linux; 0 = off)"
     )
+    socket_buffer: int = Field(
+        0,
+        ge=0,
+        description="kernel buffer per relayed connection in bytes: the send buffer to the "
+        "client and the receive buffer from the worker (0 = kernel autotuning); bounds what a "
+        "stalled client parks in the router, so the worker sees it stall (slow consumer, 4000)",
+    )
     # The front door's first checks (Origin, handshake rate; the fields are in
     # FrontDoorSettings) run before a worker is even picked; the worker repeats them.
     worker_ca_file: str = Field(

@@ -134,6 +134,17 @@ class Splice:
         """Take both transports over; ``*_bytes``: read past the heads by their streams,
         delivered first; ``*_eof``: that stream had seen its peer's EOF already."""
         client_t, worker_t = cast(asyncio.Transport, client), cast(asyncio.Transport, worker)
+        if not client_t.is_closing() and worker_t.is_closing() and worker_eof:
+            # The worker answered and closed at once (a refusal with its body): over TLS,
+            # which has no half-close, its stream closed the transport at that end. The
+            # client still gets every byte of the answer, then the close.
+            if worker_bytes:
+                self.worker.counted(len(worker_bytes))
+                client_t.write(worker_bytes)
+            client_t.close()
+            worker_t.abort()
+            self._finish()
+            return
         if client_t.is_closing() or worker_t.is_closing():
             # Gone during the worker's answer: its stream heard the end, this splice never will.
             client_t.abort()

@@ -10,6 +10,7 @@ import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trustme
@@ -53,6 +54,25 @@ async def routers() -> AsyncIterator[list[Router]]:
         await router.stop()
 
 
+async def started_router(
+    routers: list[Router], redis_url: str, pem_files: dict[str, str], **fields: Any
+) -> Router:
+    """A router that verifies wss:// workers against the test CA, once it sees one."""
+    router = Router(
+        RouterSettings(
+            port=0,
+            store=redis_url,
+            refresh_interval=0.05,
+            worker_ca_file=pem_files["ca"],
+            **fields,
+        )
+    )
+    await router.start()
+    routers.append(router)
+    await eventually(lambda: len(router.workers) == 1)
+    return router
+
+
 async def test_sdk_over_wss_to_a_worker(
     start_server: StartServer, pem_files: dict[str, str], client_context: ssl.SSLContext
 ) -> None:
@@ -82,20 +102,7 @@ async def test_tls_router_to_tls_workers_with_keys(
     worker = await start_server(
         **auth, **tls, store=redis_url, registry_interval=0.05, worker_id="tls-worker"
     )
-    router = Router(
-        RouterSettings(
-            port=0,
-            store=redis_url,
-            refresh_interval=0.05,
-            worker_ca_file=pem_files["ca"],
-            linger_timeout=60,
-            **auth,
-            **tls,
-        )
-    )
-    await router.start()
-    routers.append(router)
-    await eventually(lambda: len(router.workers) == 1)
+    router = await started_router(routers, redis_url, pem_files, linger_timeout=60, **auth, **tls)
     url = f"wss://127.0.0.1:{router.port}"
     # A client that waits as long as it takes for the server to end the TCP connection.
     client = await connect_as(url, key=creds.alice_key, ssl=client_context, close_timeout=60)
@@ -108,3 +115,37 @@ async def test_tls_router_to_tls_workers_with_keys(
     # the router must close the client's side too, or the client waits its 60 s.
     await asyncio.wait_for(client.close(), 15)
     assert router.counters["connections_relayed"] == 1
+
+
+async def test_a_tls_workers_refusal_reaches_the_client_whole(
+    start_server: StartServer,
+    routers: list[Router],
+    pem_files: dict[str, str],
+    creds: Credentials,
+    redis_url: str,
+) -> None:
+    # The worker answers 401 with a JSON body and closes at once. Over TLS its stream
+    # has closed the transport by the time the router splices: the body must still go.
+    tls = {"tls_cert": pem_files["cert"], "tls_key": pem_files["key"]}
+    await start_server(
+        **creds.settings(), **tls, store=redis_url, registry_interval=0.05, worker_id="tls-401"
+    )
+    router = await started_router(routers, redis_url, pem_files, auth="none")
+    for _ in range(10):
+        reader, writer = await asyncio.open_connection("127.0.0.1", router.port)
+        writer.write(
+            b"GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        )
+        async with asyncio.timeout(10):
+            answer = await reader.read()
+        writer.close()
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 401 "), answer[:80]
+        (length,) = [
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ]
+        assert len(body) == length > 0, answer
+    assert router.counters["worker_failures"] == 0

@@ -182,6 +182,33 @@ async def raw_upgrade(url: str, extra: bytes = b"") -> bytes:
     return answer
 
 
+MALFORMED_HEADS = {
+    "bare LF in a value": b"X-A: a\nb\r\n",
+    "bare CR in a value": b"X-A: a\rb\r\n",
+    "NUL in a value": b"X-A: a\x00b\r\n",
+    "space before the colon": b"X-A : a\r\n",
+    "a body, chunked": b"Transfer-Encoding: chunked\r\n",
+    "a body, by length": b"Content-Length: 5\r\n",
+}
+"""Upgrade heads a worker reads no further (it closes without an answer)."""
+
+
+async def test_a_head_no_worker_would_read_is_refused_by_the_router_not_blamed_on_workers(
+    router: RouterProcess, start_worker: Any
+) -> None:
+    worker = start_worker("w-strict")
+    await sees(router, 1)
+    for name, extra in MALFORMED_HEADS.items():
+        # The worker itself answers nothing to it: the router would take it for a
+        # failed worker and try the next (every worker, then 503 "no worker").
+        assert await raw_upgrade(worker.url, extra) == b"", name
+        answer = await raw_upgrade(router.url, extra)
+        assert answer.startswith(b"HTTP/1.1 400 "), (name, answer[:80])
+    stats = router.stats()
+    assert (stats["bad_requests"], stats["worker_failures"]) == (len(MALFORMED_HEADS), 0)
+    assert stats["live_workers"] == 1
+
+
 async def test_http_endpoints_and_refusals(router: RouterProcess) -> None:
     assert router.get("/healthz") == (200, {"status": "ok"})
     status, ready = router.get("/readyz")
@@ -333,6 +360,22 @@ def test_request_head_parsing() -> None:
     for bad in (b"GET /\r\n\r\n", b"GET / HTTP/1.1\r\nno colon\r\n\r\n"):
         with pytest.raises(ValueError):
             parse_request_head(bad)
+    for extra in MALFORMED_HEADS.values():
+        with pytest.raises(ValueError):
+            parse_request_head(b"GET / HTTP/1.1\r\nHost: x\r\n" + extra + b"\r\n")
+    bad_lines = (b"GET / HTTP/1.9", b"GET /\x00 HTTP/1.1", b"G\xe9T / HTTP/1.1", b"GET  / HTTP/1.1")
+    for line in bad_lines:
+        with pytest.raises(ValueError, match="request line"):
+            parse_request_head(line + b"\r\n\r\n")
+    # What a worker reads is read here too: HTTP/1.0, an empty body, tabs, Latin-1.
+    head = parse_request_head(
+        b"GET / HTTP/1.0\r\nContent-Length: 0\r\nX-A:\ta\tb \r\nX-B: caf\xe9\r\nX-C:\r\n\r\n"
+    )
+    assert head.headers == {"content-length": "0", "x-a": "a\tb", "x-b": "caf\xe9", "x-c": ""}
+    many = b"".join(b"X-%d: 1\r\n" % n for n in range(128))
+    assert len(parse_request_head(b"GET / HTTP/1.1\r\n" + many + b"\r\n").headers) == 128
+    with pytest.raises(ValueError, match="headers"):
+        parse_request_head(b"GET / HTTP/1.1\r\n" + many + b"X-128: 1\r\n\r\n")
     with pytest.raises(ValueError, match="session id too long"):
         parse_request_head(b"GET /?session_id=" + b"s" * 300 + b" HTTP/1.1\r\n\r\n")
 
