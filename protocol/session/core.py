@@ -142,7 +142,17 @@ class SessionCore:
             HANDLERS[kind](self, event)
         else:
             self._in_order(barrier, event)
+        if not self.attached and self.settings.log_shared and not self.closed:
+            self._number_for_the_log()
         return self._taken()
+
+    def _number_for_the_log(self) -> None:
+        """Nobody is reading, and the log is shared: number what this input queued
+        (a ``response.done``, an error, a tool call) for the store now, as output is
+        (:func:`responding.output`). Left in the outbox, it would reach no resume on
+        another worker, while the stored snapshot already says the response ended."""
+        if self.session.number_pending():
+            self.emit(PERSIST)
 
     def _in_order(self, barrier: ResultBarrier, event: Input) -> None:
         """Handle ``event`` unless it must wait behind a result; then what it released."""

@@ -21,6 +21,7 @@ from protocol.session.effects import (
 from protocol.session.inputs import (
     Departure,
     EngineCounts,
+    EngineFinished,
     Input,
     SessionEnding,
     SessionMessage,
@@ -137,6 +138,30 @@ def test_the_session_ending_numbers_everything_and_records_usage_once() -> None:
     assert RecordUsage(include_unsent=True) in effects
     assert len(drive.session.outbox) == 0, "numbered for the store"
     assert drive.feed(SessionEnding()) == [], "a second end does nothing"
+
+
+def test_with_a_shared_log_what_a_detached_session_queues_is_numbered_for_it_at_once() -> None:
+    # The store's snapshot says the response ended: its done must be in the log too, or
+    # a resume on another worker gets the text and never a done.
+    drive = Driver(log_shared=True)
+    response = drive.start()
+    drive.output(response, "hello")
+    drive.read()
+    drive.feed(TransportDeparted(Departure.LOST, "connection_lost"))
+    last = drive.session.last_seq
+    effects = drive.feed(EngineFinished(response, FinishReason.STOP), EngineCounts(3, 1))
+    assert Persist() in effects
+    assert len(drive.session.outbox) == 0
+    assert drive.session.last_seq == last + 1
+    done = drive.session.replay_after(last)[-1]
+    assert (done.type, done.seq) == ("response.done", last + 1)
+    # A worker whose log is its own numbers nothing until a client reads (it replays).
+    local = Driver()
+    response = local.start()
+    local.feed(TransportDeparted(Departure.LOST, "connection_lost"))
+    last = local.session.last_seq
+    effects = local.feed(EngineFinished(response, FinishReason.STOP), EngineCounts(3, 1))
+    assert Persist() not in effects and local.session.last_seq == last
 
 
 def test_an_outbox_past_its_bound_closes_a_slow_consumer() -> None:

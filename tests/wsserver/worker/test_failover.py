@@ -123,6 +123,42 @@ async def test_cut_connection_resumes_on_another_worker(
     await client.close()
 
 
+async def test_an_answer_that_ends_while_its_client_is_away_resumes_whole_elsewhere(
+    start_worker: Any, redis_url: str
+) -> None:
+    # The answer's last deltas and its response.done are made after the drop, on A:
+    # they must reach the shared log, or a resume on B gets the text but no done.
+    a, b = start_worker("a"), start_worker("b")
+    expected = await _reference(b.url)
+    client = await RawClient.connect(a.url)
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": PROMPT})
+    seen = [await client.until("response.text.delta") for _ in range(3)]
+    client.abort()
+    store = open_store(redis_url, StoreLimits())
+    try:
+        # Until A's snapshot says the answer is over (A is alive: no takeover yet).
+        for _ in range(500):
+            record = await store.get(ready["session_id"])
+            if record is not None and record.stream.get("active") is None:
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the answer never ended on A")
+    finally:
+        await store.close()
+    again = await RawClient.connect(b.url)
+    await again.resume(ready, seen[-1]["seq"])
+    assert (await again.until("session.ready"))["resumed"] is True
+    done = await again.until("response.done")
+    assert done["status"] == "completed", done
+    events = [*seen, *(m for m in again.seen if "seq" in m)]
+    _assert_gap_free(events)
+    assert _text(events, done["response_id"]) == expected
+    assert b.stats()["store"]["takeovers"] == 1
+    await again.close()
+
+
 async def test_kill_9_of_the_owner_mid_response(start_worker: Any, redis_url: str) -> None:
     a, b = start_worker("a", "--lease-ttl", "1"), start_worker("b", "--lease-ttl", "1")
     expected = await _reference(b.url)
