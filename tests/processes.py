@@ -30,6 +30,17 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def run_serve(*flags: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """``wsserver serve FLAGS`` to its end (one expected to refuse to start): its output."""
+    return subprocess.run(
+        [*WSSERVER, "serve", *flags],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=timeout,
+    )
+
+
 def watch_output(
     process: subprocess.Popen[str], pattern: str, on_line: Callable[[str], None] | None = None
 ) -> tuple[threading.Event, list[str]]:

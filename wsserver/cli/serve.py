@@ -132,6 +132,14 @@ def _register_secrets(settings: Settings) -> None:
         register_secret(os.environ.get(name, ""))
 
 
+def _sighup_ignored() -> None:
+    print(
+        "SIGHUP ignored: one worker process has none to restart into (SIGTERM drains it; "
+        "a group, --workers N, restarts its workers one at a time on SIGHUP)",
+        flush=True,
+    )
+
+
 def _tracer(settings: Settings) -> ResponseTracer | None:
     """The span exporter when an OTLP endpoint is configured (None: traces off)."""
     endpoint = otlp_endpoint(settings.otlp_endpoint)
@@ -157,7 +165,13 @@ async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> i
     configure_worker(
         server.worker_id, engine=settings.engine, model=_model(settings), tracer=tracer
     )
-    await server.start()
+    try:
+        await server.start()
+    except OSError as exc:  # the port (or the admin port) is taken, or not ours to bind
+        # asyncio's message names the address: "error while attempting to bind on ..."
+        print(f"wsserver serve: cannot listen: {exc.strerror or exc}", file=sys.stderr)
+        await server.stop()  # what did start: the listener, the engine
+        return 2
     # Every token allocates a few short-lived objects; with the default thresholds the
     # collector runs full passes over every session's objects often enough to stall
     # the loop for 100+ ms. Fewer, younger-only passes keep p99 latency flat.
@@ -176,6 +190,12 @@ async def _serve(settings: Settings, *, demo: bool, in_group: bool = False) -> i
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
+    if not in_group:
+        with contextlib.suppress(NotImplementedError, RuntimeError, AttributeError):
+            # A group's SIGHUP is a rolling restart. One process has nothing to restart
+            # into: ignored, rather than the default kill that would cut every session
+            # (a reload script written for a group, a closed terminal).
+            loop.add_signal_handler(signal.SIGHUP, _sighup_ignored)
     if in_group:
         from wsserver.supervisor.parent_watch import on_parent_exit
 

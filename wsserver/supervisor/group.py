@@ -87,6 +87,13 @@ class WorkerGroup:
                 f"--admin-port {admin} gives the workers ports {admin}-{admin + self.count - 1}"
                 f", which include the group's port {self.port}: choose another admin port"
             )
+        if admin and admin + self.count - 1 > 65535:
+            reserved.close()
+            raise SupervisorError(
+                f"--admin-port {admin} with --workers {self.count} needs ports "
+                f"{admin}-{admin + self.count - 1}: choose an admin port of at most "
+                f"{65536 - self.count}"
+            )
         # Before any worker starts: a signal during startup is acted on once they are up.
         self._handle_signals()
         try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.processes import WSSERVER, cli_env
+from tests.processes import WSSERVER, cli_env, run_serve
 from tests.wsserver.supervisor.group_processes import free_port_pair
 
 
@@ -24,3 +24,12 @@ def test_an_admin_range_that_covers_the_port_is_refused() -> None:
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"--admin-port {admin} gives the workers ports {admin}-{admin + 1}" in result.stderr
     assert "listening on" not in result.stdout
+
+
+def test_an_admin_range_past_the_last_port_is_refused_by_the_group() -> None:
+    # Worker 1 would get port 65536: refused up front, not by a worker's settings.
+    flags = ("--workers", "2", "--store", "redis://127.0.0.1:1/0", "--port", "0")
+    result = run_serve("--admin-port", "65535", *flags)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--admin-port 65535 with --workers 2 needs ports 65535-65536" in result.stderr
+    assert "Traceback" not in result.stderr and "listening on" not in result.stdout

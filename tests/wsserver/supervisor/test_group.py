@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
+from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually, run_serve
 from tests.redis_server import RedisServer
 from tests.wsserver.supervisor.group_processes import WorkerGroupProcess
 from wsserver.client.session_client import Backoff, SessionClient
@@ -336,12 +336,8 @@ async def test_a_draining_worker_leaves_the_port_and_a_killed_parent_its_workers
 def test_workers_that_cannot_start_end_the_group_with_their_status(tmp_path: Path) -> None:
     missing = str(tmp_path / "missing.pem")
     group = ("--workers", "2", "--store", "redis://127.0.0.1:1/0")
-    result = subprocess.run(
-        [*WSSERVER, "serve", "--port", "0", *group, "--tls-cert", missing, "--tls-key", missing],
-        capture_output=True,
-        text=True,
-        env=cli_env(),
-        timeout=60,
+    result = run_serve(
+        "--port", "0", *group, "--tls-cert", missing, "--tls-key", missing, timeout=60
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert "cannot load the TLS certificate" in result.stderr
