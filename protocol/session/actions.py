@@ -49,6 +49,10 @@ class CoreActions(Protocol):
         """Add an effect to the current input's answer."""
         ...
 
+    def number_for_the_log(self) -> None:
+        """Number every queued event now: nobody reads them (no transport is attached)."""
+        ...
+
     def response(self, response_id: str) -> ResponseState | None:
         """The running, unsent or latest response of that id."""
         ...

@@ -45,6 +45,7 @@ from protocol.session.effects import (
     PERSIST,
     WAKE,
     Effect,
+    RecordUsage,
 )
 from protocol.session.inputs import (
     EngineFinished,
@@ -143,16 +144,22 @@ class SessionCore:
         else:
             self._in_order(barrier, event)
         if not self.attached and self.settings.log_shared and not self.closed:
-            self._number_for_the_log()
+            # Nobody is reading, and the log is shared: what this input queued (a
+            # response.done, an error, a tool call) goes to the store now, as output
+            # does (responding.output). Left in the outbox, it would reach no resume
+            # on another worker, while the stored snapshot says the response ended.
+            self.number_for_the_log()
         return self._taken()
 
-    def _number_for_the_log(self) -> None:
-        """Nobody is reading, and the log is shared: number what this input queued
-        (a ``response.done``, an error, a tool call) for the store now, as output is
-        (:func:`responding.output`). Left in the outbox, it would reach no resume on
-        another worker, while the stored snapshot already says the response ended."""
-        if self.session.number_pending():
+    def number_for_the_log(self) -> None:
+        """Number every queued event now (no transport is attached) and persist them;
+        a ``response.done`` among them has its usage recorded now, since no writer
+        will send it here and settle it."""
+        session = self.session
+        if session.number_pending():
             self.emit(PERSIST)
+            if session.settled:
+                self.emit(RecordUsage(include_unsent=True))
 
     def _in_order(self, barrier: ResultBarrier, event: Input) -> None:
         """Handle ``event`` unless it must wait behind a result; then what it released."""

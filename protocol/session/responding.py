@@ -108,15 +108,13 @@ def output(core: CoreActions, response_id: str, chunk: OutputChunk) -> None:
     if not core.attached and core.settings.log_shared:
         # Nobody is reading: number it for the shared log now, so a resume on
         # another worker replays it, and a takeover fences this worker at once.
-        session.number_pending()
-        core.emit(PERSIST)
+        core.number_for_the_log()
     elif session.outbox.nbytes > session.limits.outbox_max_bytes:
         if core.attached:
             core.emit(Close(CloseCode.SLOW_CONSUMER, "slow consumer: resume"))
         else:
             # Nobody is reading: number the backlog into the bounded replay buffer.
-            session.number_pending()
-            core.emit(PERSIST)
+            core.number_for_the_log()
     core.emit(WAKE)
 
 

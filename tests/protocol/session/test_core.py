@@ -151,6 +151,8 @@ def test_with_a_shared_log_what_a_detached_session_queues_is_numbered_for_it_at_
     last = drive.session.last_seq
     effects = drive.feed(EngineFinished(response, FinishReason.STOP), EngineCounts(3, 1))
     assert Persist() in effects
+    # No writer here will send the done and settle it: its usage is recorded now.
+    assert RecordUsage(include_unsent=True) in effects
     assert len(drive.session.outbox) == 0
     assert drive.session.last_seq == last + 1
     done = drive.session.replay_after(last)[-1]

@@ -157,6 +157,18 @@ async def test_an_answer_that_ends_while_its_client_is_away_resumes_whole_elsewh
     assert _text(events, done["response_id"]) == expected
     assert b.stats()["store"]["takeovers"] == 1
     await again.close()
+    # Its usage is in the ledger once: recorded by A, which made it, not by B.
+    store = open_store(redis_url, StoreLimits())
+    try:
+        for _ in range(100):  # written in A's batches
+            ledger = await store.usage(ready["session_id"])
+            if ledger:
+                break
+            await asyncio.sleep(0.02)
+        assert [(u.response_id, u.status) for u in ledger] == [(done["response_id"], "completed")]
+        assert ledger[0].usage.to_dict() == done["usage"]
+    finally:
+        await store.close()
 
 
 async def test_kill_9_of_the_owner_mid_response(start_worker: Any, redis_url: str) -> None:

@@ -142,6 +142,9 @@ async def test_a_killed_worker_sessions_resume_elsewhere(
 
     talkers, expected = await _talk_through(router, kill)
     counts = _check(talkers, expected, abrupt=True)  # a killed process sends no close frame
-    moved = counts.get("failed/worker_lost", 0) + counts.get("failed/session_moved", 0)
-    assert moved > 0, "the killed worker's running answers end with an explicit status"
+    # Each ends with an explicit status: the new owner's failed done, or (the client
+    # saw more than the dead worker stored) the SDK's truncated.
+    ended = ("failed/worker_lost", "failed/session_moved", "truncated/worker_lost")
+    moved = sum(counts.get(key, 0) for key in ended)
+    assert moved > 0, f"the killed worker's running answers end explicitly: {counts}"
     print(f"\nSIGKILL under load, {SESSIONS} sessions: {counts}")
