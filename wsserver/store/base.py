@@ -202,7 +202,9 @@ class AppendBatch:
     text the store lost (a Redis failover) leaves the shorter stored text, a true
     prefix, as it is."""
     usage: list[ResponseUsage] = field(default_factory=list)
-    """Ledger entries to add (written even if the epoch turns out stale)."""
+    """Ledger entries to add, with the events in one step: dropped if the epoch is
+    stale (the new owner ends every response whose done the store lacks, and records
+    it: one entry per response), kept if the session is gone (the ledger outlives it)."""
     remove: bool = False
     """The session ended: after this batch, delete it (the usage ledger stays)."""
 

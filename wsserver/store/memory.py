@@ -51,6 +51,8 @@ class MemorySessionStore:
         self._ledgers: dict[str, list[ResponseUsage]] = {}
         self._token_uses: dict[str, tuple[int, float]] = {}
         """Client token id → (sessions opened, expiry on the store's clock)."""
+        self._ended: dict[str, tuple[int, float]] = {}
+        """Removed session id → (its last epoch, until when it is kept), as Redis keeps it."""
 
     def _live(self, session_id: str) -> _Entry | None:
         entry = self._entries.get(session_id)
@@ -100,11 +102,18 @@ class MemorySessionStore:
     async def append(self, batches: Sequence[AppendBatch]) -> AppendResult:
         result = AppendResult()
         for batch in batches:
-            for usage in batch.usage:
-                await self.record_usage(batch.session_id, usage)
             entry = self._live(batch.session_id)
+            # As the Redis store: a stale owner's usage is dropped (the new owner ends
+            # the response and records it); a gone session's is kept.
+            if (entry is None and not self._fenced(batch.session_id, batch.epoch)) or (
+                entry is not None and entry.record.epoch == batch.epoch
+            ):
+                for usage in batch.usage:
+                    await self.record_usage(batch.session_id, usage)
             if entry is None:
-                result.gone.add(batch.session_id)
+                (result.stale if self._fenced(batch.session_id, batch.epoch) else result.gone).add(
+                    batch.session_id
+                )
                 continue
             if entry.record.epoch != batch.epoch:
                 result.stale.add(batch.session_id)
@@ -150,7 +159,7 @@ class MemorySessionStore:
         for session_id, epoch, owner in leases:
             entry = self._live(session_id)
             if entry is None:
-                result.gone.add(session_id)
+                (result.stale if self._fenced(session_id, epoch) else result.gone).add(session_id)
             elif entry.record.epoch != epoch:
                 result.stale.add(session_id)
             else:
@@ -161,6 +170,21 @@ class MemorySessionStore:
         entry = self._entries.get(session_id)
         if entry is not None and entry.record.epoch == epoch:
             del self._entries[session_id]
+            now = self._clock()
+            # Kept for the same time each, so in expiry order: the oldest go first.
+            while self._ended:
+                oldest = next(iter(self._ended))
+                if self._ended[oldest][1] > now:
+                    break
+                del self._ended[oldest]
+            keep = self.limits.resume_window + self.limits.lease_ttl
+            self._ended.pop(session_id, None)
+            self._ended[session_id] = (epoch, now + keep)
+
+    def _fenced(self, session_id: str, epoch: int) -> bool:
+        """Whether a later owner removed the session: ``epoch``'s owner was fenced off."""
+        ended = self._ended.get(session_id)
+        return ended is not None and ended[1] > self._clock() and ended[0] != epoch
 
     async def record_usage(self, session_id: str, entry: ResponseUsage) -> None:
         self._ledgers.setdefault(session_id, []).append(entry)

@@ -36,6 +36,7 @@ from wsserver.store.redis_client import RedisClient
 from wsserver.store.redis_layout import (
     client_token_key,
     compact_json,
+    ended_key,
     milliseconds,
     read_record,
     read_tool_call,
@@ -83,6 +84,9 @@ class RedisSessionStore:
         # resume window after its last renewal, the record by the session TTL.
         self._meta_ttl_ms = milliseconds(self.limits.session_ttl + self._refresh_every)
         self._log_ttl_ms = milliseconds(self.limits.resume_window + self._refresh_every)
+        # An owner fenced off before a removal hears of it at its next renewal or write,
+        # at the latest when its copy's resume window ends.
+        self._ended_ttl_ms = self._log_ttl_ms + milliseconds(self.limits.lease_ttl)
         self._ready: asyncio.Task[bool] | None = None
 
     @property
@@ -167,6 +171,7 @@ class RedisSessionStore:
             self._log_ttl_ms,
             milliseconds(limits.lease_ttl),
         )
+        usage_ttl = milliseconds(limits.usage_ttl)
 
         async def run(positions: list[int]) -> list[Any]:
             some = [batches[position] for position in positions]
@@ -190,20 +195,20 @@ class RedisSessionStore:
                     for seq, payload in batch.events:
                         args.append(seq)
                         args.append(payload)
-                    await self.client.queue_script(
-                        pipe, self._append, session_keys(batch.session_id), args
-                    )
+                    args += [usage_ttl, len(batch.usage), *(e.to_json() for e in batch.usage)]
+                    sid = batch.session_id
+                    keys = [*session_keys(sid), usage_key(sid), ended_key(sid)]
+                    await self.client.queue_script(pipe, self._append, keys, args)
                 for batch in some:
                     if batch.remove:
                         # Same slot, same pipeline, after the append: the epoch check holds.
+                        sid = batch.session_id
                         await self.client.queue_script(
-                            pipe, self._remove, session_keys(batch.session_id), [batch.epoch]
+                            pipe,
+                            self._remove,
+                            [*session_keys(sid), ended_key(sid)],
+                            [batch.epoch, self._ended_ttl_ms],
                         )
-                for batch in some:
-                    if batch.usage:
-                        key = usage_key(batch.session_id)
-                        pipe.rpush(key, *(entry.to_json() for entry in batch.usage))
-                        pipe.pexpire(key, milliseconds(limits.usage_ttl))
                 result: list[Any] = await pipe.execute()
                 return result[: len(some)]
 
@@ -245,7 +250,7 @@ class RedisSessionStore:
                     await self.client.queue_script(
                         pipe,
                         self._renew,
-                        session_keys(session_id),
+                        [*session_keys(session_id), ended_key(session_id)],
                         [
                             epoch,
                             owner,
@@ -267,8 +272,10 @@ class RedisSessionStore:
         return result
 
     async def remove(self, session_id: str, epoch: int) -> None:
+        keys = [*session_keys(session_id), ended_key(session_id)]
+
         async def run() -> Any:
-            return await self._remove(keys=list(session_keys(session_id)), args=[epoch])
+            return await self._remove(keys=keys, args=[epoch, self._ended_ttl_ms])
 
         await self.client.call(run, session_keys(session_id)[0])
 

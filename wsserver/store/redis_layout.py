@@ -55,6 +55,12 @@ def usage_key(session_id: str) -> str:
     return f"wss:{session_tag(session_id)}:usage"
 
 
+def ended_key(session_id: str) -> str:
+    """A removed session's last epoch, kept a while: its old owner's late writes and
+    renewals are then stale (it was fenced), not a record the store lost to rewrite."""
+    return f"wss:{session_tag(session_id)}:ended"
+
+
 def client_token_key(token_id: str) -> str:
     """The count of sessions a client token opened."""
     return "wss:token:{" + token_id + "}:sessions"

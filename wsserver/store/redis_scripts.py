@@ -8,16 +8,34 @@ write is rejected atomically, never half-applied.
 
 from __future__ import annotations
 
-# KEYS: meta, log, partial, lease, tools
+# KEYS: meta, log, partial, lease, tools, usage, ended
 # ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, max_events, max_bytes,
 #       stream_json, conversation_json ('' = unchanged), partial_reset ('0'|'1'),
-#       partial_append, partial_offset (-1 = unknown: append), n, then n pairs (seq, payload)
+#       partial_append, partial_offset (-1 = unknown: append), n, then n pairs (seq, payload),
+#       then usage_ttl_ms, m, then m usage entries (JSON)
 # Returns 1, or -1 for a stale epoch, -2 for a session that is gone.
+# The usage goes to the ledger with the events, in the same step: a stale owner's is
+# dropped (the session's new owner ends the response and records it), a gone session's
+# is kept (the ledger outlives the session).
 APPEND = """
-local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then return -2 end
-if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
 local n = tonumber(ARGV[13])
+local u = 14 + 2 * n
+local m = tonumber(ARGV[u + 1])
+local function record_usage()
+  if m == 0 then return end
+  for i = 1, m do redis.call('RPUSH', KEYS[6], ARGV[u + 1 + i]) end
+  redis.call('PEXPIRE', KEYS[6], ARGV[u])
+end
+local epoch = redis.call('HGET', KEYS[1], 'epoch')
+if not epoch then
+  -- Removed by a later owner: this one was fenced off (its usage is that owner's).
+  local ended = redis.call('GET', KEYS[7])
+  if ended and tonumber(ended) ~= tonumber(ARGV[1]) then return -1 end
+  record_usage()
+  return -2
+end
+if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
+record_usage()
 local added = 0
 for i = 0, n - 1 do
   local seq = ARGV[14 + 2 * i]
@@ -81,13 +99,17 @@ if previous then live = 1 end
 return {epoch, previous or recorded, live}
 """
 
-# KEYS: meta, log, partial, lease, tools
+# KEYS: meta, log, partial, lease, tools, ended
 # ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, refresh ('1': the other keys'
 #       TTLs too; '0': the lease only, two commands instead of up to eight)
 # Returns 1, -1 (stale) or -2 (gone).
 RENEW = """
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
-if not epoch then return -2 end
+if not epoch then
+  local ended = redis.call('GET', KEYS[6])
+  if ended and tonumber(ended) ~= tonumber(ARGV[1]) then return -1 end
+  return -2
+end
 if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
 if ARGV[6] ~= '1' then
   redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
@@ -101,12 +123,15 @@ redis.call('SET', KEYS[4], ARGV[2], 'PX', ARGV[5])
 return 1
 """
 
-# KEYS: meta, log, partial, lease, tools
-# ARGV: epoch
+# KEYS: meta, log, partial, lease, tools, ended
+# ARGV: epoch, ended_ttl_ms
+# The epoch stays behind (KEYS[6]) for a while, so an owner fenced off before the
+# removal finds its late writes stale instead of writing the session back.
 REMOVE = """
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch or tonumber(epoch) ~= tonumber(ARGV[1]) then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
+redis.call('SET', KEYS[6], epoch, 'PX', ARGV[2])
 return 1
 """
 

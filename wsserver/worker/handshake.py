@@ -89,9 +89,7 @@ async def resume_session(
     except ResumeVetoed:
         return  # refused by the connection's dialect; the session stays with its owner
     except ProtocolViolation as violation:
-        host.metrics.resume_refused(violation.code.value)
-        violation.request_id = violation.request_id or message.id
-        connection.reject(violation)
+        _refuse_resume(host, connection, message, violation)
         return
     if not connection.vet_resume(runtime):
         return  # refused by the connection's dialect; the session is left as it was
@@ -100,9 +98,26 @@ async def resume_session(
         # The old socket is half-open or obsolete; the newest connection wins.
         runtime.detach(previous, Departure.LOST)
         previous.close(CloseCode.SESSION_REPLACED, "session resumed on another connection")
+        # Detached with a shared log, the session numbered what the old writer had not
+        # sent (for the store): that is replayed too, or it would be a hole. It can have
+        # pushed what the client misses out of the buffer: refused then, the session
+        # left resumable.
+        try:
+            events = runtime.session.replay_after(message.last_seq)
+        except ProtocolViolation as violation:
+            _refuse_resume(host, connection, message, violation)
+            return
     _bind(host.settings, connection, runtime, resumed=True, token=None)
     if connection.start_replay(events):  # else refused there, and counted as refused
         host.metrics.resumed(len(events))
+
+
+def _refuse_resume(
+    host: HandshakeHost, connection: Connection, message: SessionResume, why: ProtocolViolation
+) -> None:
+    host.metrics.resume_refused(why.code.value)
+    why.request_id = why.request_id or message.id
+    connection.reject(why)
 
 
 def _valid_principal(host: HandshakeHost, connection: Connection) -> Principal | None:

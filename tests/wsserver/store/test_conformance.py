@@ -547,3 +547,40 @@ async def test_redis_usage_written_twice_counts_once(any_redis_url: str) -> None
         assert [e.response_id for e in await store.usage("s1")] == ["resp_1", "resp_2"]
     finally:
         await store.close()
+
+
+async def test_a_stale_owners_usage_is_dropped_and_a_gone_sessions_kept(
+    store: SessionStore,
+) -> None:
+    # The new owner ends the response the store saw running and records its usage:
+    # the fenced owner's entry for it would count the response twice.
+    await store.create(_record())
+    assert await store.claim("s1", "worker-b") is not None
+    stale = _batch("s1", 1, range(1, 3))
+    stale.usage = [ResponseUsage("resp_1", "completed", None, Usage(10, 5, 5))]
+    assert (await store.append([stale])).stale == {"s1"}
+    owned = _batch("s1", 2, range(1, 3), owner="worker-b")
+    owned.usage = [ResponseUsage("resp_1", "failed", "session_moved", Usage(0, 4, 4))]
+    assert (await store.append([owned])).stale == set()
+    assert [(e.response_id, e.status) for e in await store.usage("s1")] == [("resp_1", "failed")]
+    gone = _batch("never-stored", 1, range(1, 2))
+    gone.usage = [ResponseUsage("resp_9", "incomplete", "session_expired", Usage(1, 1, 0))]
+    assert (await store.append([gone])).gone == {"never-stored"}
+    assert [e.response_id for e in await store.usage("never-stored")] == ["resp_9"]
+
+
+async def test_an_owner_fenced_before_the_removal_finds_its_writes_stale(
+    store: SessionStore,
+) -> None:
+    # B took the session over and ended it (removed). A, fenced off but not yet told,
+    # must hear "stale" (and stop), not "gone" (and write the session back).
+    await store.create(_record())
+    assert await store.claim("s1", "worker-b") is not None
+    await store.remove("s1", 2)
+    late = _batch("s1", 1, range(1, 3))
+    late.usage = [ResponseUsage("resp_1", "completed", None, Usage(10, 5, 5))]
+    assert (await store.append([late])).stale == {"s1"}
+    assert (await store.renew([("s1", 1, "worker-a")])).stale == {"s1"}
+    assert await store.get("s1") is None and await store.usage("s1") == []
+    # The remover's own late batch (its answer lost, sent again) finds it gone.
+    assert (await store.append([_batch("s1", 2, range(1, 3))])).gone == {"s1"}

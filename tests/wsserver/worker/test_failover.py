@@ -171,6 +171,59 @@ async def test_an_answer_that_ends_while_its_client_is_away_resumes_whole_elsewh
         await store.close()
 
 
+async def test_a_resume_that_replaces_a_stalled_connection_misses_nothing(
+    start_worker: Any,
+) -> None:
+    # The old connection stops reading (a half-open phone): events wait in the outbox.
+    # Replacing it detaches the session, which numbers them for the shared log; the
+    # new connection must get them too, up to the done.
+    flags = ("--answer-tokens", "3000", "--decode-rate", "400")
+    a = start_worker("a", *flags, "--socket-send-buffer", "4096", "--write-limit", "1024")
+    expected = await _reference(a.url)
+    old = await RawClient.connect(a.url, rcvbuf=2048)
+    ready = await old.start()
+    await old.send({"type": "response.create", "input": PROMPT})
+    seen = [await old.until("response.text.delta") for _ in range(5)]
+    await asyncio.sleep(1.5)  # the writer stalls; the answer goes on into the outbox
+    again = await RawClient.connect(a.url)
+    await again.resume(ready, seen[-1]["seq"])
+    assert (await again.until("session.ready"))["resumed"] is True
+    done = await again.until("response.done", timeout=30)
+    assert done["status"] == "completed", done
+    # The old connection read up to seen[-1]; the new one the rest.
+    events = [m for m in (*old.seen, *again.seen) if "seq" in m]
+    _assert_gap_free(events)
+    assert _text(events, done["response_id"]) == expected
+    old.abort()
+    await again.close()
+
+
+async def test_a_session_ended_on_its_new_owner_stays_ended(
+    start_worker: Any, redis_url: str
+) -> None:
+    # A, fenced off by the takeover, hears of it at its next renewal, after B removed
+    # the session: that must stop A, not make it write the session back as its own.
+    a, b = start_worker("a"), start_worker("b")
+    client = await RawClient.connect(a.url)
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": PROMPT, "max_output_tokens": 10})
+    done = await client.until("response.done")
+    client.abort()
+    again = await RawClient.connect(b.url)
+    await again.resume(ready, done["seq"])
+    await again.until("session.ready")
+    await again.close()  # 1000: the session ends, and B removes it from the store
+    # A renews every lease-ttl / 3 (10 s / 3).
+    await eventually(lambda: a.stats()["sessions"] == 0, timeout=15)
+    store = open_store(redis_url, StoreLimits())
+    try:
+        assert await store.get(ready["session_id"]) is None
+        ledger = await store.usage(ready["session_id"])
+        assert [u.response_id for u in ledger] == [done["response_id"]]
+    finally:
+        await store.close()
+
+
 async def test_kill_9_of_the_owner_mid_response(start_worker: Any, redis_url: str) -> None:
     a, b = start_worker("a", "--lease-ttl", "1"), start_worker("b", "--lease-ttl", "1")
     expected = await _reference(b.url)
