@@ -177,14 +177,14 @@ async def test_a_resume_that_replaces_a_stalled_connection_misses_nothing(
     # The old connection stops reading (a half-open phone): events wait in the outbox.
     # Replacing it detaches the session, which numbers them for the shared log; the
     # new connection must get them too, up to the done.
-    flags = ("--answer-tokens", "3000", "--decode-rate", "400")
+    flags = ("--answer-tokens", "1500", "--decode-rate", "1000")
     a = start_worker("a", *flags, "--socket-send-buffer", "4096", "--write-limit", "1024")
     expected = await _reference(a.url)
     old = await RawClient.connect(a.url, rcvbuf=2048)
     ready = await old.start()
     await old.send({"type": "response.create", "input": PROMPT})
     seen = [await old.until("response.text.delta") for _ in range(5)]
-    await asyncio.sleep(1.5)  # the writer stalls; the answer goes on into the outbox
+    await asyncio.sleep(1.0)  # the writer stalls; the answer goes on into the outbox
     again = await RawClient.connect(a.url)
     await again.resume(ready, seen[-1]["seq"])
     assert (await again.until("session.ready"))["resumed"] is True
