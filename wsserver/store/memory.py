@@ -103,17 +103,14 @@ class MemorySessionStore:
         result = AppendResult()
         for batch in batches:
             entry = self._live(batch.session_id)
+            fenced = entry is None and self._fenced(batch.session_id, batch.epoch)
             # As the Redis store: a stale owner's usage is dropped (the new owner ends
             # the response and records it); a gone session's is kept.
-            if (entry is None and not self._fenced(batch.session_id, batch.epoch)) or (
-                entry is not None and entry.record.epoch == batch.epoch
-            ):
+            if not fenced and (entry is None or entry.record.epoch == batch.epoch):
                 for usage in batch.usage:
                     await self.record_usage(batch.session_id, usage)
             if entry is None:
-                (result.stale if self._fenced(batch.session_id, batch.epoch) else result.gone).add(
-                    batch.session_id
-                )
+                (result.stale if fenced else result.gone).add(batch.session_id)
                 continue
             if entry.record.epoch != batch.epoch:
                 result.stale.add(batch.session_id)
