@@ -1,8 +1,14 @@
 """A real Chromium (Debian's, driven by its chromedriver) for the demo page tests, and a
-loopback relay between it and a worker that a test can cut like a network."""
+loopback relay between it and a worker that a test can cut like a network.
+
+The microphone is Chromium's fake capture device looping a file, or, where a test must
+speak at a moment of its choosing (over an answer that is playing, however long the
+machine took to get there), a scripted one: ``getUserMedia`` gives the page a stream that
+is silent until :func:`say` plays a sentence into it."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import shutil
 import socket
@@ -39,8 +45,43 @@ def spoken_turn_wav(folder: Path, speech: bytes | None = None, quiet: float = 2.
     return out
 
 
-def chromium(microphone_wav: Path) -> webdriver.Chrome:
-    """Headless Chromium with a fake microphone playing ``microphone_wav`` in a loop."""
+# Replaces the browser's microphone, not the page's code: the page's capture asks
+# getUserMedia as it always does and gets a live, silent track that say() speaks into.
+SCRIPTED_MICROPHONE = r"""
+(() => {
+  let context;
+  const destinations = [];
+  const microphone = { spoken: 0 };
+  microphone.say = (base64, rate) => {
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    const pcm = new Int16Array(bytes.buffer);
+    const buffer = context.createBuffer(1, pcm.length, rate);
+    const channel = buffer.getChannelData(0);
+    for (let i = 0; i < pcm.length; i++) channel[i] = pcm[i] / 32768;
+    for (const destination of destinations) {
+      const source = context.createBufferSource();
+      source.buffer = buffer;
+      source.connect(destination);
+      source.start();
+    }
+    microphone.spoken += 1;
+  };
+  window.scriptedMicrophone = microphone;
+  MediaDevices.prototype.getUserMedia = async function (constraints) {
+    if (!constraints?.audio) throw new DOMException("only a microphone here", "NotFoundError");
+    context ??= new AudioContext();
+    await context.resume();
+    const destination = context.createMediaStreamDestination();
+    destinations.push(destination);
+    return destination.stream;
+  };
+})();
+"""
+
+
+def chromium(microphone_wav: Path | None = None) -> webdriver.Chrome:
+    """Headless Chromium with a fake microphone playing ``microphone_wav`` in a loop, or
+    (without one) the scripted microphone that speaks only on :func:`say`."""
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for flag in (
@@ -49,12 +90,24 @@ def chromium(microphone_wav: Path) -> webdriver.Chrome:
         "--disable-dev-shm-usage",
         "--use-fake-ui-for-media-stream",
         "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={microphone_wav}",
         "--autoplay-policy=no-user-gesture-required",
         "--window-size=900,760",
     ):
         options.add_argument(flag)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    if microphone_wav is not None:
+        options.add_argument(f"--use-file-for-fake-audio-capture={microphone_wav}")
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    if microphone_wav is None:
+        driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": SCRIPTED_MICROPHONE}
+        )
+    return driver
+
+
+def say(driver: webdriver.Chrome, speech: bytes, rate: int = 16000) -> None:
+    """Speak ``speech`` (PCM16 mono at ``rate``) into the scripted microphone, now."""
+    script = "window.scriptedMicrophone.say(arguments[0], arguments[1])"
+    driver.execute_script(script, base64.b64encode(speech).decode("ascii"), rate)
 
 
 def poll(what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:

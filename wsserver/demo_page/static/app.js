@@ -13,8 +13,9 @@ const $ = (id) => document.getElementById(id);
 /** What the page shows, kept in sessionStorage so a reload shows whole answers. */
 const view = loadLog();
 /** Read by the browser tests: every text delta's seq, every session.ready, the playback
- * worklet's flushes and its first report after each (the last 20 kept). */
-const probe = { deltaSeqs: [], readies: [], errors: [], flushes: [] };
+ * worklet's flushes and its first report after each (the last 20 kept), and its latest
+ * report of what it played since the last flush (whether audio is playing now). */
+const probe = { deltaSeqs: [], readies: [], errors: [], flushes: [], played: { samples: 0, idle: true } };
 window.demo = { view, probe };
 
 const WEATHER_TOOL = {
@@ -291,9 +292,11 @@ function noteFlush(report) {
   const last = probe.flushes.at(-1);
   if (report.type === "flushed") {
     probe.flushes.push({ dropped: report.dropped, nextPlayed: undefined });
+    probe.played = { samples: 0, idle: true };
     if (probe.flushes.length > 20) probe.flushes.shift();
-  } else if (last !== undefined && last.nextPlayed === undefined) {
-    last.nextPlayed = report.samples;
+  } else {
+    probe.played = { samples: report.samples, idle: report.idle };
+    if (last !== undefined && last.nextPlayed === undefined) last.nextPlayed = report.samples;
   }
 }
 
