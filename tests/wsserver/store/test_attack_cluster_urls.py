@@ -32,5 +32,5 @@ def test_a_refused_cluster_url_never_shows_its_password() -> None:
 @pytest.mark.parametrize(
     "url", ["redis+cluster://127.0.0.1:7000/", "redis+cluster://127.0.0.1:7000/0"]
 )
-def test_database_zero_is_accepted(url: str) -> None:
-    open_store(url, StoreLimits())
+async def test_database_zero_is_accepted(url: str) -> None:
+    await open_store(url, StoreLimits()).close()
