@@ -53,8 +53,9 @@ class AudioInputLimits:
 
     max_turn_ms: int = 60_000
     """Longest uncommitted turn (server VAD commits there; manual mode refuses more)."""
-    max_ahead_ms: int = 1_000
-    """How far ahead of real time a client may send (a burst after a stall)."""
+    max_ahead_ms: int = 1_500
+    """How far ahead of real time a client may send (a burst after a stall): the SDKs'
+    1 s resend after a reconnect, and the live audio right behind it."""
 
 
 class RealtimePace:

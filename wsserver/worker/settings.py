@@ -304,10 +304,13 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     audio_max_turn_ms: int = Field(
         60_000, ge=1000, description="longest uncommitted spoken turn in milliseconds"
     )
+    # Above the SDKs' 1 s resend window: a whole resend after a reconnect, then the live
+    # audio recorded meanwhile, right behind it (a budget of exactly 1 s refused that).
     audio_max_ahead_ms: int = Field(
-        1000,
+        1500,
         ge=100,
-        description="how far ahead of real time a client may send audio before chunks are dropped",
+        description="how far ahead of real time a client may send audio before chunks are "
+        "dropped (keep it above the SDKs' 1000 ms resend window)",
     )
     # -- the voice pipeline (docs/VOICE_PIPELINE.md): speech around whatever --engine is
     stt: Literal["none", "whisper", "openai"] = Field(

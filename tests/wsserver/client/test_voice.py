@@ -135,3 +135,25 @@ async def test_sdk_resends_unacknowledged_audio_after_a_drop(start_server: Start
             if event["type"] == "input_audio.committed":
                 committed = event
         assert committed["duration_ms"] == 510  # 500 ms, then a 10 ms last chunk
+
+
+async def test_a_whole_resend_window_leaves_room_for_the_live_audio_after_it(
+    start_server: StartServer,
+) -> None:
+    """The SDK's whole kept second, resent at once, then live audio at once: the default
+    pacing budget takes both (a budget of exactly the resend refused the next chunk, and
+    a refused chunk is never sent again: the user's words were lost)."""
+    server = await start_server()
+    async with SessionClient(
+        url_of(server), audio={"sample_rate": 16000, "turn_detection": {"type": "manual"}}
+    ) as client:
+        client.drop_connection()
+        await client.send_audio(silence(1000))  # kept whole, all sent on the resume
+        await wait_until(lambda: client.reconnects >= 1 and client._connection.connected)
+        await client.send_audio(silence(100))  # recorded meanwhile: sent right after
+        await client.send_audio(b"", last=True)
+        seen: list[dict[str, Any]] = []
+        while not seen or seen[-1]["type"] != "input_audio.committed":
+            seen.append(await client.next_event(5))
+        assert not [e for e in seen if e["type"] == "error"], seen
+        assert seen[-1]["duration_ms"] == 1110  # 1000 + 100 ms, then a 10 ms last chunk
