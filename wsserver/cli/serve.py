@@ -10,6 +10,8 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Coroutine
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -64,6 +66,8 @@ def add_serve_parser(commands: argparse._SubParsersAction[argparse.ArgumentParse
     serve.add_argument("--log-level", default="INFO", help="logging level")
     # A worker of a --workers group: settings on stdin (as JSON), drain when stdin ends.
     serve.add_argument("--group-child", action="store_true", help=argparse.SUPPRESS)
+    # Its heartbeat pipe's end (wsserver.supervisor.heartbeat).
+    serve.add_argument("--group-heartbeat-fd", type=int, default=None, help=argparse.SUPPRESS)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -102,7 +106,21 @@ def run_serve(args: argparse.Namespace) -> int:
         child_args = ["--log-level", args.log_level]
         resolved = settings.model_copy(update={"log_format": log_format})
         return run_command(run_group(resolved, workers, child_args))
-    return run_command(_serve(settings, demo=args.demo, in_group=args.group_child))
+    serving = _serve(settings, demo=args.demo, in_group=args.group_child)
+    if args.group_child and args.group_heartbeat_fd is not None:
+        return run_command(_with_heartbeats(serving, args.group_heartbeat_fd))
+    return run_command(serving)
+
+
+async def _with_heartbeats(serving: Coroutine[Any, Any, int], fd: int) -> int:
+    """A group's worker: ``serving``, with a heartbeat to the parent every second."""
+    from wsserver.supervisor.heartbeat import send_heartbeats
+
+    beating = asyncio.create_task(send_heartbeats(fd), name="heartbeats")
+    try:
+        return await serving
+    finally:
+        beating.cancel()
 
 
 def _speech(settings: Settings) -> str:

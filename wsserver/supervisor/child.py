@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import time
 
+from wsserver.supervisor.heartbeat import HeartbeatMonitor
 from wsserver.supervisor.log_relay import relay_lines
 from wsserver.worker.settings import Settings
 
@@ -27,7 +29,8 @@ class WorkerChild:
     child that the parent is gone (it drains). Its stderr (the logs) is relayed to the
     parent's in whole lines (:mod:`wsserver.supervisor.log_relay`: long lines of two
     workers never splice); its stdout is passed through, but its banner becomes one
-    ``worker ID ready`` line, so the group prints one banner.
+    ``worker ID ready`` line, so the group prints one banner. A pipe of its own carries
+    its heartbeats (:mod:`wsserver.supervisor.heartbeat`).
     """
 
     def __init__(self, settings: Settings, child_args: list[str]) -> None:
@@ -44,6 +47,9 @@ class WorkerChild:
         self.demo_page_line = ""
         """Its demo page line, if it serves the page: the group prints it once."""
         self._drain_sent = False
+        self.heartbeats: HeartbeatMonitor | None = None
+        self.killed = False
+        """Set when the group killed it for its silence."""
 
     @property
     def pid(self) -> int:
@@ -52,6 +58,31 @@ class WorkerChild:
 
     async def start(self) -> None:
         """Launch the process and hand it its settings."""
+        beats, beat = os.pipe()
+        try:
+            self.heartbeats = await HeartbeatMonitor.open(beats)
+        except BaseException:
+            os.close(beat)
+            raise
+        try:
+            await self._spawn(beat)
+        except BaseException:
+            self.heartbeats.close()
+            raise
+        finally:
+            os.close(beat)  # the worker holds its own copy
+        self.started_at = time.monotonic()
+        assert self.process is not None and self.process.stdin is not None
+        self.process.stdin.write(self.settings.model_dump_json().encode() + b"\n")
+        with contextlib.suppress(ConnectionError):
+            await self.process.stdin.drain()
+        self._pump = asyncio.create_task(self._pass_output(), name=f"output of {self.worker_id}")
+        assert self.process.stderr is not None
+        self._logs = asyncio.create_task(
+            relay_lines(self.process.stderr, sys.stderr), name=f"logs of {self.worker_id}"
+        )
+
+    async def _spawn(self, heartbeat_fd: int) -> None:
         self.process = await asyncio.create_subprocess_exec(
             sys.executable,
             # -P: no current directory first on sys.path, so a checkout of another
@@ -61,23 +92,15 @@ class WorkerChild:
             "wsserver.cli.main",
             "serve",
             "--group-child",
+            f"--group-heartbeat-fd={heartbeat_fd}",
             *self.child_args,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            pass_fds=(heartbeat_fd,),
             # Its own session: a Ctrl-C in the terminal reaches the parent only, which
             # then drains each child once (a second signal would force them).
             start_new_session=True,
-        )
-        self.started_at = time.monotonic()
-        assert self.process.stdin is not None
-        self.process.stdin.write(self.settings.model_dump_json().encode() + b"\n")
-        with contextlib.suppress(ConnectionError):
-            await self.process.stdin.drain()
-        self._pump = asyncio.create_task(self._pass_output(), name=f"output of {self.worker_id}")
-        assert self.process.stderr is not None
-        self._logs = asyncio.create_task(
-            relay_lines(self.process.stderr, sys.stderr), name=f"logs of {self.worker_id}"
         )
 
     async def _pass_output(self) -> None:
@@ -97,6 +120,8 @@ class WorkerChild:
                 self.demo_page_line = line
                 continue
             if line.startswith(READY_LINE) and not self.ready.is_set():
+                if self.heartbeats is not None:
+                    self.heartbeats.reset()  # a slow start is not silence
                 self.ready.set()
                 print(f"worker {self.worker_id} ready (pid {self.pid})", flush=True)
                 continue
@@ -124,6 +149,24 @@ class WorkerChild:
         self._drain_sent = True
         self._terminate()
 
+    def silent_for(self) -> float:
+        """Seconds since its last heartbeat, once it is ready (0 before)."""
+        if not self.ready.is_set() or self.heartbeats is None:
+            return 0.0
+        return self.heartbeats.silent_for()
+
+    def forgive_silence(self) -> None:
+        """Count its silence from now (the parent itself was stalled, not reading)."""
+        if self.heartbeats is not None:
+            self.heartbeats.reset()
+
+    def kill(self) -> None:
+        """SIGKILL: it stopped answering (a stopped process takes no other signal)."""
+        self.killed = True
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.kill()
+
     def _terminate(self) -> None:
         if self.process is not None and self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -139,4 +182,6 @@ class WorkerChild:
                     await asyncio.wait_for(asyncio.shield(pump), 2)
         if self.process.stdin is not None:
             self.process.stdin.close()
+        if self.heartbeats is not None:
+            self.heartbeats.close()
         return 128 - code if code < 0 else code

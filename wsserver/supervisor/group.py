@@ -10,7 +10,9 @@ docs/DEPLOY.md). Signals:
 - SIGHUP: a rolling restart, one worker at a time: its replacement starts and is
   ready before the old one drains, so the port never has fewer than N listeners;
 - a worker that exits on its own is restarted (with a growing delay if it keeps
-  failing at startup); its sessions resume on the others meanwhile.
+  failing at startup); its sessions resume on the others meanwhile. So is one whose
+  heartbeats stop for ``--worker-liveness-timeout`` (stopped or hung: its process is
+  there, but the connections the kernel gives it get no answer): it is killed first.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from wsserver.store.urls import printable_store_url
 from wsserver.supervisor.child import WorkerChild
 from wsserver.supervisor.errors import SupervisorError
+from wsserver.supervisor.heartbeat import HEARTBEAT_INTERVAL_S
 from wsserver.supervisor.port import reserve_port
 from wsserver.worker.server import default_worker_id
 from wsserver.worker.settings import Settings
@@ -34,6 +37,8 @@ STABLE_AFTER_S = 10.0
 """A worker that ran this long resets the delay: it was not a crash loop."""
 MAX_FAILED_STARTS = 5
 """Workers in a row that exit before being ready before the group gives up."""
+MIN_LIVENESS_TIMEOUT_S = 3.0
+"""The shortest silence taken for a hung worker: three heartbeats."""
 
 
 class WorkerGroup:
@@ -94,6 +99,13 @@ class WorkerGroup:
                 f"{admin}-{admin + self.count - 1}: choose an admin port of at most "
                 f"{65536 - self.count}"
             )
+        liveness = self.settings.worker_liveness_timeout
+        if 0 < liveness < MIN_LIVENESS_TIMEOUT_S:
+            reserved.close()
+            raise SupervisorError(
+                f"--worker-liveness-timeout {liveness:g} is shorter than three heartbeats "
+                f"({MIN_LIVENESS_TIMEOUT_S:g} s): choose at least that, or 0 for none"
+            )
         # Before any worker starts: a signal during startup is acted on once they are up.
         self._handle_signals()
         try:
@@ -113,6 +125,8 @@ class WorkerGroup:
                 return next((code for code in codes if code), 1)
             for slot, child in enumerate(children):
                 self._install(slot, child)
+            if liveness:
+                self._keep(asyncio.create_task(self._kill_the_silent(liveness), name="liveness"))
             self._print_banner()
             stop = asyncio.ensure_future(self.stopping.wait())
             failed = asyncio.ensure_future(self.failed.wait())
@@ -255,6 +269,27 @@ class WorkerGroup:
                 self.failed.set()
                 return
             delay = self._restart_delay()
+
+    async def _kill_the_silent(self, timeout: float) -> None:
+        """Kill every ready worker (serving, draining or being replaced) whose heartbeats
+        stopped for ``timeout``; its exit is then handled as a crash's."""
+        while True:
+            began = time.monotonic()
+            await asyncio.sleep(HEARTBEAT_INTERVAL_S)
+            if time.monotonic() - began > 2 * HEARTBEAT_INTERVAL_S:
+                # This process was stalled itself: the beats it did not read meanwhile
+                # are still in the pipes, and silence is counted afresh.
+                for child in self.live:
+                    child.forgive_silence()
+                continue
+            for child in list(self.live):
+                if not child.killed and child.silent_for() > timeout:
+                    print(
+                        f"worker {child.worker_id} (pid {child.pid}) sent no heartbeat for "
+                        f"{timeout:g} s (stopped or hung); killing it",
+                        flush=True,
+                    )
+                    child.kill()
 
     def _restart_delay(self) -> float:
         first, longest = RESTART_DELAY_S

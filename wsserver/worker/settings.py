@@ -274,6 +274,13 @@ class Settings(DemoPageSettings, FrontDoorSettings):
         "usable core with a shared --store redis://..., else 1; more than 1 needs a shared "
         "store); SIGTERM drains them all, SIGHUP restarts them one at a time",
     )
+    worker_liveness_timeout: float = Field(
+        10.0,
+        ge=0,
+        description="with --workers: seconds without a worker's heartbeat (one a second "
+        "from its event loop) before the group kills and restarts it as hung or stopped; "
+        "0 = never",
+    )
     reuse_port: bool = Field(
         False,
         description="listen with SO_REUSEPORT, so several processes share the port "

@@ -227,6 +227,9 @@ def test_a_stalled_stderr_reader_leaves_the_group_supervising(
     flags = ["--answer-tokens", "1", "--decode-rate", "100000", "--prefill-per-token-ms", "0"]
     flags += ["--max-messages-per-second", "100000", "--max-message-burst", "100000"]
     flags += ["--message-burst-per-principal", "0"]
+    # A worker blocked on its log is silent too, and the liveness check would kill it
+    # first (tests/wsserver/supervisor/test_liveness.py): this test is about the relay.
+    flags += ["--worker-liveness-timeout", "0"]
     process, read_end, lines, url, restarted = _start_piped_group(
         redis_server, *flags, marker="exited with status 137; restarting"
     )
