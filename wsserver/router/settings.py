@@ -19,7 +19,7 @@ class RouterSettings(FrontDoorSettings):
     the router checks credentials itself and forwards them, so workers check again.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     host: str = Field("127.0.0.1", description="address to listen on")
     port: int = Field(8080, ge=0, le=65535, description="port to listen on (0 picks a free one)")

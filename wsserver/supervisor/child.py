@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 
+from wsserver.supervisor import console
 from wsserver.supervisor.heartbeat import HeartbeatMonitor
 from wsserver.supervisor.log_relay import relay_lines
 from wsserver.worker.settings import Settings
@@ -17,6 +18,11 @@ READY_LINE = "wsserver listening on "
 """What a worker prints once it accepts connections (``wsserver serve``'s banner)."""
 DEMO_PAGE_LINE = "demo page: "
 """What a worker that serves the demo page prints just before its banner."""
+STARTING_SILENCE_FACTOR = 6
+"""How many times ``--worker-liveness-timeout`` a worker may be silent before it is
+ready (60 s by default): its first heartbeat comes once the interpreter has imported
+the server, and loading a speech or VAD model holds its loop a while; a worker stopped
+or hung while it starts is still killed, only later."""
 _CHUNK = 1 << 16
 """Bytes read at a time after a line too long to read whole (the reader's limit)."""
 
@@ -123,10 +129,9 @@ class WorkerChild:
                 if self.heartbeats is not None:
                     self.heartbeats.reset()  # a slow start is not silence
                 self.ready.set()
-                print(f"worker {self.worker_id} ready (pid {self.pid})", flush=True)
+                console.say(f"worker {self.worker_id} ready (pid {self.pid})")
                 continue
-            sys.stdout.write(line)
-            sys.stdout.flush()
+            await console.write(sys.stdout, line)
 
     async def wait_ready(self) -> bool:
         """Whether it came up (False: it exited first)."""
@@ -149,11 +154,18 @@ class WorkerChild:
         self._drain_sent = True
         self._terminate()
 
-    def silent_for(self) -> float:
-        """Seconds since its last heartbeat, once it is ready (0 before)."""
-        if not self.ready.is_set() or self.heartbeats is None:
-            return 0.0
-        return self.heartbeats.silent_for()
+    def allowed_silence(self, timeout: float) -> float:
+        """How long it may be silent: ``timeout``, or longer while it starts
+        (:data:`STARTING_SILENCE_FACTOR`)."""
+        return timeout if self.ready.is_set() else timeout * STARTING_SILENCE_FACTOR
+
+    def is_silent(self, timeout: float) -> bool:
+        """Whether it sent no heartbeat for longer than it may (and is not killed yet)."""
+        if self.killed or self.process is None or self.heartbeats is None:
+            return False
+        if self.process.returncode is not None:
+            return False  # exited: its exit is being handled
+        return self.heartbeats.silent_for() > self.allowed_silence(timeout)
 
     def forgive_silence(self) -> None:
         """Count its silence from now (the parent itself was stalled, not reading)."""

@@ -13,6 +13,9 @@ docs/DEPLOY.md). Signals:
   failing at startup); its sessions resume on the others meanwhile. So is one whose
   heartbeats stop for ``--worker-liveness-timeout`` (stopped or hung: its process is
   there, but the connections the kernel gives it get no answer): it is killed first.
+  One that hangs while it starts is killed too, later, as a failed start.
+
+Its output never blocks it (:mod:`wsserver.supervisor.console`).
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import time
 
 from wsserver.store.urls import printable_store_url
+from wsserver.supervisor import console
 from wsserver.supervisor.child import WorkerChild
 from wsserver.supervisor.errors import SupervisorError
 from wsserver.supervisor.heartbeat import HEARTBEAT_INTERVAL_S
@@ -39,6 +42,8 @@ MAX_FAILED_STARTS = 5
 """Workers in a row that exit before being ready before the group gives up."""
 MIN_LIVENESS_TIMEOUT_S = 3.0
 """The shortest silence taken for a hung worker: three heartbeats."""
+FINAL_OUTPUT_WAIT_S = 5.0
+"""How long the group's last lines may wait for its output's reader before it exits."""
 
 
 class WorkerGroup:
@@ -108,6 +113,9 @@ class WorkerGroup:
             )
         # Before any worker starts: a signal during startup is acted on once they are up.
         self._handle_signals()
+        if liveness:
+            # From the first start on: a worker that hangs while it starts is killed too.
+            self._keep(asyncio.create_task(self._kill_the_silent(liveness), name="liveness"))
         try:
             children = [self._new_child(slot) for slot in range(self.count)]
             for child in children:
@@ -117,16 +125,12 @@ class WorkerGroup:
                     child.retired = True
                     child.drain()
                 codes = await asyncio.gather(*(c.wait() for c in children))
-                print(
-                    "wsserver serve: a worker failed to start; stopping the group",
-                    file=sys.stderr,
-                    flush=True,
+                console.say(
+                    "wsserver serve: a worker failed to start; stopping the group", error=True
                 )
                 return next((code for code in codes if code), 1)
             for slot, child in enumerate(children):
                 self._install(slot, child)
-            if liveness:
-                self._keep(asyncio.create_task(self._kill_the_silent(liveness), name="liveness"))
             self._print_banner()
             stop = asyncio.ensure_future(self.stopping.wait())
             failed = asyncio.ensure_future(self.failed.wait())
@@ -169,15 +173,14 @@ class WorkerGroup:
         scheme = "wss" if settings.tls_enabled() else "ws"
         ids = ", ".join(c.worker_id for c in self.slots if c is not None)
         store = printable_store_url(settings.store)  # never print credentials
-        print(
+        console.say(
             f"wsserver listening on {scheme}://{settings.host}:{self.port} "
             f"({self.count} workers: {ids}; store: {store}, engine: {settings.engine}; "
-            "SIGTERM drains, SIGHUP restarts them one at a time)",
-            flush=True,
+            "SIGTERM drains, SIGHUP restarts them one at a time)"
         )
         pages = {c.demo_page_line for c in self.slots if c is not None and c.demo_page_line}
         for line in sorted(pages):  # one: the workers share the port
-            print(line, end="", flush=True)
+            console.say(line.rstrip("\n"))
 
     def _handle_signals(self) -> None:
         loop = asyncio.get_running_loop()
@@ -196,22 +199,22 @@ class WorkerGroup:
 
     def _on_restart_signal(self) -> None:
         if self.stopping.is_set() or None in self.slots:
-            print("SIGHUP ignored: the group is starting or stopping", flush=True)
+            console.say("SIGHUP ignored: the group is starting or stopping")
             return
         if self._rolling is not None and not self._rolling.done():
-            print("rolling restart already under way; SIGHUP ignored", flush=True)
+            console.say("rolling restart already under way; SIGHUP ignored")
             return
         self._rolling = asyncio.create_task(self.rolling_restart(), name="rolling restart")
 
     async def rolling_restart(self) -> None:
         """Replace each worker in turn: start the new one, then drain the old one."""
-        print(f"rolling restart of {self.count} workers", flush=True)
+        console.say(f"rolling restart of {self.count} workers")
         for slot in range(self.count):
             if self.stopping.is_set():
                 return
             new = await self._replacement(slot)
             if new is None:
-                print(f"rolling restart stopped: worker {slot} did not start", flush=True)
+                console.say(f"rolling restart stopped: worker {slot} did not start")
                 return
             # Read after the wait: a dead worker's restart may have filled the slot meanwhile.
             old = self.slots[slot]
@@ -221,7 +224,7 @@ class WorkerGroup:
             if old is not None:
                 old.drain()
                 await old.wait()
-        print("rolling restart done", flush=True)
+        console.say("rolling restart done")
 
     async def _replacement(self, slot: int) -> WorkerChild | None:
         self.restarts[slot] += 1
@@ -243,9 +246,8 @@ class WorkerGroup:
         ran = time.monotonic() - child.started_at
         self._quick_exits = 0 if ran > STABLE_AFTER_S else self._quick_exits + 1
         delay = self._restart_delay()
-        print(
-            f"worker {child.worker_id} exited with status {code}; restarting it in {delay:g} s",
-            flush=True,
+        console.say(
+            f"worker {child.worker_id} exited with status {code}; restarting it in {delay:g} s"
         )
         while not self.stopping.is_set():
             with contextlib.suppress(asyncio.TimeoutError):
@@ -262,17 +264,16 @@ class WorkerGroup:
                     self._install(slot, new)
                 return
             if self._failed_starts >= MAX_FAILED_STARTS:
-                print(
-                    f"worker {slot} failed to start {self._failed_starts} times; stopping",
-                    flush=True,
-                )
+                console.say(f"worker {slot} failed to start {self._failed_starts} times; stopping")
                 self.failed.set()
                 return
             delay = self._restart_delay()
 
     async def _kill_the_silent(self, timeout: float) -> None:
-        """Kill every ready worker (serving, draining or being replaced) whose heartbeats
-        stopped for ``timeout``; its exit is then handled as a crash's."""
+        """Kill every worker (starting, serving, draining or being replaced) whose
+        heartbeats stopped for ``timeout`` (longer while it starts: see
+        :meth:`WorkerChild.allowed_silence`); its exit is then handled as a crash's, or
+        as a failed start's."""
         while True:
             began = time.monotonic()
             await asyncio.sleep(HEARTBEAT_INTERVAL_S)
@@ -282,14 +283,12 @@ class WorkerGroup:
                 for child in self.live:
                     child.forgive_silence()
                 continue
-            for child in list(self.live):
-                if not child.killed and child.silent_for() > timeout:
-                    print(
-                        f"worker {child.worker_id} (pid {child.pid}) sent no heartbeat for "
-                        f"{timeout:g} s (stopped or hung); killing it",
-                        flush=True,
-                    )
-                    child.kill()
+            for child in [c for c in self.live if c.is_silent(timeout)]:
+                child.kill()
+                console.say(
+                    f"worker {child.worker_id} (pid {child.pid}) sent no heartbeat for "
+                    f"{child.allowed_silence(timeout):g} s (stopped or hung); killed it"
+                )
 
     def _restart_delay(self) -> float:
         first, longest = RESTART_DELAY_S
@@ -304,10 +303,9 @@ class WorkerGroup:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._rolling
         children = list(self.live)
-        print(
+        console.say(
             f"draining {len(children)} workers ({reason}): running responses get up to "
-            f"{self.settings.drain_timeout:g} s (a second signal forces)",
-            flush=True,
+            f"{self.settings.drain_timeout:g} s (a second signal forces)"
         )
         for child in children:
             child.retired = True
@@ -323,7 +321,7 @@ class WorkerGroup:
         for watcher in list(self._watchers):
             watcher.cancel()
         await asyncio.gather(*self._watchers, return_exceptions=True)
-        print("stopped", flush=True)
+        console.say("stopped")
         if reason == "failures":
             return 1
         return next((code for code in codes if code), 0)
@@ -334,5 +332,8 @@ async def run_group(settings: Settings, count: int, child_args: list[str]) -> in
     try:
         return await WorkerGroup(settings, count, child_args).run()
     except SupervisorError as exc:
-        print(f"wsserver serve: {exc}", file=sys.stderr, flush=True)
+        console.say(f"wsserver serve: {exc}", error=True)
         return 2
+    finally:
+        # The last lines get a while to reach a reader that is away, not for ever.
+        await console.flush(FINAL_OUTPUT_WAIT_S)

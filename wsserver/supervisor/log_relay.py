@@ -12,19 +12,19 @@ A write that fails (the reader of the group's stderr went away: EPIPE) loses tho
 lines and nothing else: the relay goes on reading, so the worker never blocks on a
 full pipe, and it never raises into the group's supervision of that worker.
 
-The writes happen in one thread of their own, in the order they were asked for: a
-reader of the group's stderr that stalls (a log shipper that stopped reading) then
-blocks that thread and, through their full pipes, the workers that log, as it did
-when they wrote it themselves, but never the group's loop, which goes on handling
-signals and restarting workers that die.
+The writes happen in the group's output thread (:mod:`wsserver.supervisor.console`),
+in the order they were asked for: a reader of the group's stderr that stalls (a log
+shipper that stopped reading) then blocks that thread and, through their full pipes,
+the workers that log, as it did when they wrote it themselves, but never the group's
+loop, which goes on handling signals and restarting workers that die.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol
+
+from wsserver.supervisor import console
+from wsserver.supervisor.console import TextSink
 
 READ_BYTES = 1 << 16
 """Bytes read at a time."""
@@ -33,25 +33,8 @@ MAX_PARTIAL_LINE = 1 << 20
 """An unfinished line is written on as it is past this many bytes (the memory bound)."""
 
 
-_WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log relay")
-"""One thread for every write, one at a time (no line is split by another's)."""
-
-
-class TextSink(Protocol):
-    """Where the lines go (``sys.stderr``)."""
-
-    def write(self, text: str, /) -> int:
-        """Write ``text``."""
-        ...
-
-    def flush(self) -> None:
-        """Push it out."""
-        ...
-
-
 async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
     """Copy ``source`` to ``sink`` until its end, whole lines per write."""
-    loop = asyncio.get_running_loop()
     pending = b""
     while True:
         data = await source.read(READ_BYTES)
@@ -63,19 +46,14 @@ async def relay_lines(source: asyncio.StreamReader, sink: TextSink) -> None:
             continue
         if end == 0:
             end = len(pending)
-        await loop.run_in_executor(_WRITER, _write, sink, pending[:end])
+        await console.write(sink, _text(pending[:end]))
         pending = pending[end:]
     if pending:
         # The worker ended mid-line (killed, or it never wrote the newline): the line
         # is ended here, so the next line another worker writes starts on its own.
-        await loop.run_in_executor(_WRITER, _write, sink, pending + b"\n")
+        await console.write(sink, _text(pending + b"\n"))
 
 
-def _write(sink: TextSink, data: bytes) -> None:
+def _text(data: bytes) -> str:
     # A worker's logs are UTF-8 (JSON lines are ASCII); anything else is shown, not fatal.
-    text = data.decode(errors="replace")
-    # What a worker's own logging did when it wrote to this stream itself: a failed
-    # write is dropped (ValueError: the stream was closed).
-    with contextlib.suppress(OSError, ValueError):
-        sink.write(text)
-        sink.flush()
+    return data.decode(errors="replace")

@@ -26,7 +26,8 @@ class Settings(DemoPageSettings, FrontDoorSettings):
     demo page's from :class:`DemoPageSettings`.
     """
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # inf and 1e309 are refused here, not later (each worker would refuse its copy).
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     host: str = Field("127.0.0.1", description="address to listen on")
     port: int = Field(8765, ge=0, le=65535, description="port to listen on (0 picks a free one)")
@@ -278,8 +279,8 @@ class Settings(DemoPageSettings, FrontDoorSettings):
         10.0,
         ge=0,
         description="with --workers: seconds without a worker's heartbeat (one a second "
-        "from its event loop) before the group kills and restarts it as hung or stopped; "
-        "0 = never",
+        "from its event loop) before the group kills and restarts it as hung or stopped "
+        "(six times that while it starts); 0 = never",
     )
     reuse_port: bool = Field(
         False,

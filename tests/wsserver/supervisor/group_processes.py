@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import urllib.request
@@ -11,6 +12,15 @@ from typing import Any
 from tests.processes import WorkerProcess
 
 READY = re.compile(r"worker (\S+) ready \(pid (\d+)\)")
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` is there (not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def free_port_pair() -> int:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually, run_serve
 from tests.redis_server import RedisServer
-from tests.wsserver.supervisor.group_processes import WorkerGroupProcess
+from tests.wsserver.supervisor.group_processes import WorkerGroupProcess, alive
 from wsserver.client.session_client import Backoff, SessionClient
 from wsserver.store.base import SessionStore, StoreLimits
 from wsserver.store.selector import open_store
@@ -301,14 +301,6 @@ def _ready_status(url: str) -> int:
         return exc.code
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 async def test_a_draining_worker_leaves_the_port_and_a_killed_parent_its_workers(
     redis_server: RedisServer,
 ) -> None:
@@ -334,7 +326,7 @@ async def test_a_draining_worker_leaves_the_port_and_a_killed_parent_its_workers
         pids = list(group.ready_workers().values())
         assert group.process is not None
         group.process.kill()
-        await eventually(lambda: not any(_alive(pid) for pid in pids), timeout=20)
+        await eventually(lambda: not any(alive(pid) for pid in pids), timeout=20)
     finally:
         for client in clients:
             client.reconnect = False
