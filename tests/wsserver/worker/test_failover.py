@@ -217,7 +217,12 @@ async def test_a_session_ended_on_its_new_owner_stays_ended(
     await eventually(lambda: a.stats()["sessions"] == 0, timeout=15)
     store = open_store(redis_url, StoreLimits())
     try:
-        assert await store.get(ready["session_id"]) is None
+        # A holds nothing now, so it writes nothing more; B's removal may land a little
+        # after the close. A record A wrote back after that removal would stay.
+        deadline = asyncio.get_running_loop().time() + 10
+        while await store.get(ready["session_id"]) is not None:
+            assert asyncio.get_running_loop().time() < deadline, "the session was written back"
+            await asyncio.sleep(0.05)
         ledger = await store.usage(ready["session_id"])
         assert [u.response_id for u in ledger] == [done["response_id"]]
     finally:
@@ -478,8 +483,22 @@ async def _read_until(client: RawClient, condition: Any, timeout: float = 20.0) 
         await client.recv(max(0.01, deadline - asyncio.get_running_loop().time()))
 
 
+async def _in_the_ledger(redis_url: str, session_id: str, call_id: str) -> None:
+    """Wait (bounded) until the store's tool-call ledger has ``call_id``: it is written
+    just after the call is queued for the client, so a client can read it first."""
+    store = open_store(redis_url, StoreLimits())
+    try:
+        deadline = asyncio.get_running_loop().time() + 15
+        while call_id not in [c.call_id for c in await store.tool_calls(session_id)]:
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"{call_id} never reached the ledger")
+            await asyncio.sleep(0.02)
+    finally:
+        await store.close()
+
+
 async def _pending_call_moved(
-    start_worker: Any, *a_flags: str
+    start_worker: Any, redis_url: str, *a_flags: str
 ) -> tuple[RawClient, RawClient, dict[str, Any], dict[str, Any]]:
     """A call emitted on A (started with ``a_flags``); the client cut off from A
     resumes on B (a takeover).
@@ -493,6 +512,7 @@ async def _pending_call_moved(
     await first.send({"type": "response.create", "input": "what is the weather in Paris?"})
     call = await first.until("response.tool_call")
     assert call["arguments"] == {"city": "Paris"}
+    await _in_the_ledger(redis_url, ready["session_id"], call["call_id"])
     first.abort()
     second = await RawClient.connect(b.url)
     await second.resume(ready, call["seq"])
@@ -515,7 +535,7 @@ async def test_pending_tool_call_moves_to_another_worker(start_worker: Any, redi
     """A call emitted on A, the client cut off and resumed on B: B lists the call as
     pending (from the store's ledger), applies its result once, and the conversation
     keeps it; the response lost with A ends failed, and the session goes on on B."""
-    first, second, ready, call = await _pending_call_moved(start_worker)
+    first, second, ready, call = await _pending_call_moved(start_worker, redis_url)
     output = {"temp_c": 19, "sky": "overcast"}
     tool_result = {"type": "tool.result", "call_id": call["call_id"], "output": output}
     await second.send(tool_result)
@@ -564,7 +584,7 @@ async def test_takeover_keeps_one_assistant_turn_per_call(
     start_worker: Any, redis_url: str
 ) -> None:
     """After a takeover the call appears in exactly one assistant turn of the history."""
-    _, second, ready, call = await _pending_call_moved(start_worker)
+    _, second, ready, call = await _pending_call_moved(start_worker, redis_url)
     await second.send({"type": "tool.result", "call_id": call["call_id"], "output": 1})
     await second.until("tool.result.accepted")
     turns = await _stored_turns_when(
@@ -584,7 +604,7 @@ async def test_takeover_before_the_owner_stored_the_call_keeps_it(
     # A writes every 2 s and prefills for 4 s: the store has the running response
     # (first batch) long before the call, and A's next batch comes 2 s after it.
     slow = ("--store-flush-ms", "2000", "--prefill-per-token-ms", "400")
-    _, second, ready, call = await _pending_call_moved(start_worker, *slow)
+    _, second, ready, call = await _pending_call_moved(start_worker, redis_url, *slow)
     await second.send({"type": "tool.result", "call_id": call["call_id"], "output": 1})
     await second.until("tool.result.accepted")
     turns = await _stored_turns_when(
