@@ -5,15 +5,17 @@ from __future__ import annotations
 import ipaddress
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from wsserver.frontdoor.addresses import LOOPBACK
 from wsserver.frontdoor.errors import FrontDoorConfigError
 from wsserver.frontdoor.gate import NetworksSetting, OriginsSetting
+from wsserver.settings_bounds import BoundedNumbers
 
 
-class FrontDoorSettings(BaseModel):
-    """Authentication, admin access and TLS. Mixed into ``Settings`` and ``RouterSettings``."""
+class FrontDoorSettings(BoundedNumbers):
+    """Authentication, admin access and TLS. Mixed into ``Settings`` and ``RouterSettings``
+    (with the bound on their numbers)."""
 
     auth: Literal["auto", "required", "none"] = Field(
         "auto",

@@ -144,8 +144,8 @@ class WorkerChild:
         return self.ready.is_set()
 
     def drain(self) -> None:
-        """SIGTERM, once: the worker's drain."""
-        if not self._drain_sent:
+        """SIGTERM, once: the worker's drain (none before its process exists)."""
+        if not self._drain_sent and self.process is not None:
             self._drain_sent = True
             self._terminate()
 

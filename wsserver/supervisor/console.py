@@ -64,8 +64,10 @@ class _Writer:
         while True:
             text, done = self.queue.get()
             # What print() does on a closed or broken stream here: the text is lost,
-            # and nothing else (the reader of the group's output went away: EPIPE).
-            with contextlib.suppress(OSError, ValueError):
+            # and nothing else (the reader of the group's output went away: EPIPE). Any
+            # other failure of a sink is taken alike: this thread must outlive it, or
+            # every relay waiting for its turn would wait for ever.
+            with contextlib.suppress(Exception):
                 if text:
                     self.sink.write(text)
                     self.sink.flush()

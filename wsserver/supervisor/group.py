@@ -65,6 +65,8 @@ class WorkerGroup:
         self._signals = 0
         self._rolling: asyncio.Task[None] | None = None
         self._watchers: set[asyncio.Task[None]] = set()
+        self._watches: set[asyncio.Task[None]] = set()
+        """The tasks that restart a slot's worker when it exits (also among _watchers)."""
         self.live: set[WorkerChild] = set()
         """Every worker started and not yet exited, installed in a slot or not."""
         self.port = 0
@@ -166,7 +168,10 @@ class WorkerGroup:
 
     def _install(self, slot: int, child: WorkerChild) -> None:
         self.slots[slot] = child
-        self._keep(asyncio.create_task(self._watch(slot, child), name=f"watch {child.worker_id}"))
+        watch = asyncio.create_task(self._watch(slot, child), name=f"watch {child.worker_id}")
+        self._keep(watch)
+        self._watches.add(watch)
+        watch.add_done_callback(self._watches.discard)
 
     def _print_banner(self) -> None:
         settings = self.settings
@@ -298,10 +303,13 @@ class WorkerGroup:
     async def _stop(self) -> int:
         reason = "signal" if self.stopping.is_set() else "failures"
         self.stopping.set()
-        if self._rolling is not None:
-            self._rolling.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._rolling
+        # Nothing starts workers from now on: a roll, or a restart after a crash, that is
+        # spawning one is cut short first, so the list below has every worker there is
+        # (one half-spawned meanwhile would get no SIGTERM and hold the drain).
+        starters = [*self._watches, *([self._rolling] if self._rolling is not None else [])]
+        for starter in starters:
+            starter.cancel()
+        await asyncio.gather(*starters, return_exceptions=True)
         children = list(self.live)
         console.say(
             f"draining {len(children)} workers ({reason}): running responses get up to "

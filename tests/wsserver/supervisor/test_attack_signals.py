@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from tests.processes import eventually
 from tests.redis_server import RedisServer
-from tests.wsserver.supervisor.group_processes import WorkerGroupProcess
+from tests.wsserver.supervisor.group_processes import WorkerGroupProcess, alive
 
 FAST = ("--drain-timeout", "0.5", "--lease-ttl", "1", "--grace-period", "5")
 
@@ -103,3 +104,32 @@ async def test_a_worker_that_keeps_dying_soon_after_ready_is_restarted_later_eac
         if "restarting it in" in line
     ]
     assert delays == [0.2, 0.4, 0.8], delays
+
+
+@pytest.mark.parametrize("after", [0.17, 0.19, 0.2, 0.21])
+def test_sigterm_while_a_dead_worker_is_respawned_drains_every_worker(
+    redis_server: RedisServer, after: float
+) -> None:
+    # A restart comes 0.2 s after the death: the SIGTERM lands around the spawn of the
+    # replacement, which must be drained too (listed before it had a process, it got no
+    # SIGTERM and held the drain, or its wait failed on the missing process).
+    group = WorkerGroupProcess("--store", redis_server.url, *FAST, name="respawn").start()
+    assert group.process is not None
+    try:
+        victim, pid = sorted(group.ready_workers().items())[0]
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _count(group, f"worker {victim} exited with status 137; restarting it") == 0:
+            assert time.monotonic() < deadline, group.lines
+            time.sleep(0.002)
+        time.sleep(after)
+        group.signal(signal.SIGTERM)
+        assert group.process.wait(30) == 0, group.lines
+        assert not [line for line in group.lines if "Traceback" in line], group.lines
+        for worker in group.ready_workers().values():
+            assert not alive(worker)
+    finally:
+        if group.process.poll() is None:
+            group.process.kill()  # it hung: the test has failed already
+            group.process.wait(10)
+        group.process = None

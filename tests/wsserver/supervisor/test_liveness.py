@@ -4,6 +4,7 @@ stalled parent kills nobody."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
@@ -183,6 +184,20 @@ def _start_group(redis_url: str, output: StallableOutput) -> subprocess.Popen[by
     return group
 
 
+def _stop_group(group: subprocess.Popen[bytes]) -> int | None:
+    """SIGTERM, and the exit status; one that hangs is killed with its workers (None)."""
+    workers = _children_of(group.pid)
+    group.terminate()
+    try:
+        return group.wait(30)
+    except subprocess.TimeoutExpired:
+        for pid in workers | _children_of(group.pid) | {group.pid}:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)  # stopped ones too: nothing is left behind
+        group.wait(10)
+        return None
+
+
 def _ready_workers(lines: list[str]) -> dict[str, int]:
     return {m[1]: int(m[2]) for line in list(lines) if (m := READY.search(line))}
 
@@ -210,9 +225,9 @@ def test_a_stalled_output_reader_delays_no_kill_and_costs_no_healthy_worker(
         assert any(f"worker {victim} exited with status 137" in line for line in lines)
     finally:
         output.resume()
-        group.terminate()
-        assert group.wait(30) == 0
+        code = _stop_group(group)
         output.close()
+    assert code == 0
 
 
 def test_a_replacement_stopped_while_it_starts_is_killed_and_the_roll_ends(
@@ -248,7 +263,6 @@ def test_a_replacement_stopped_while_it_starts_is_killed_and_the_roll_ends(
         assert _children_of(group.pid) == serving
         assert len(_ready_workers(lines)) == 2  # nothing else was started or killed
     finally:
-        group.terminate()
-        code = group.wait(30)
+        code = _stop_group(group)
         output.close()
     assert code == 0
