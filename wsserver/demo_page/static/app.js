@@ -15,7 +15,18 @@ const view = loadLog();
 /** Read by the browser tests: every text delta's seq, every session.ready, the playback
  * worklet's flushes and its first report after each (the last 20 kept), and its latest
  * report of what it played since the last flush (whether audio is playing now). */
-const probe = { deltaSeqs: [], readies: [], errors: [], flushes: [], played: { samples: 0, idle: true } };
+const probe = {
+  deltaSeqs: [],
+  readies: [],
+  errors: [],
+  flushes: [],
+  played: { samples: 0, idle: true },
+  // Milliseconds of audio received and not yet played: what a barge-in now would drop.
+  queuedMs: () => {
+    const queued = playback?.tracker.queued ?? [];
+    return (queued.reduce((sum, q) => sum + q.samples, 0) * 1000) / RATE;
+  },
+};
 window.demo = { view, probe };
 
 const WEATHER_TOOL = {
