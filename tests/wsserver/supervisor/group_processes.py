@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from tests.processes import WorkerProcess
@@ -21,6 +22,20 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def children_of(pid: int) -> set[int]:
+    """The live (not zombie) child processes of ``pid``."""
+    listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    alive = set()
+    for child in map(int, listed):
+        try:
+            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            alive.add(child)
+    return alive
 
 
 def free_port_pair() -> int:

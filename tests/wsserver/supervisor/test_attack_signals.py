@@ -7,29 +7,14 @@ import os
 import signal
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.processes import eventually
 from tests.redis_server import RedisServer
-from tests.wsserver.supervisor.group_processes import WorkerGroupProcess, alive
+from tests.wsserver.supervisor.group_processes import WorkerGroupProcess, alive, children_of
 
 FAST = ("--drain-timeout", "0.5", "--lease-ttl", "1", "--grace-period", "5")
-
-
-def children(pid: int) -> set[int]:
-    """The live (not zombie) child processes of ``pid``."""
-    listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    alive = set()
-    for child in map(int, listed):
-        try:
-            state = Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z":
-            alive.add(child)
-    return alive
 
 
 @pytest.fixture
@@ -49,7 +34,7 @@ async def test_sighup_while_a_killed_worker_restarts_leaves_n_workers(
     assert group.process is not None
     parent = group.process.pid
     pids = group.ready_workers()
-    assert len(pids) == 2 and children(parent) == set(pids.values())
+    assert len(pids) == 2 and children_of(parent) == set(pids.values())
     # Worker 0 dies; before its replacement is up, a rolling restart is asked for. The
     # restart of the dead one and the roll both fill slot 0: one of them must give way.
     victim = group.worker_stats(0)["worker_id"]
@@ -59,13 +44,13 @@ async def test_sighup_while_a_killed_worker_restarts_leaves_n_workers(
     await eventually(lambda: _count(group, "restarting it") == 1, 40)
     # Every start is over: the two original workers, two from the roll, one restart.
     await eventually(lambda: len(group.ready_workers()) == 5, 40)
-    await eventually(lambda: len(children(parent)) == 2, 20)
+    await eventually(lambda: len(children_of(parent)) == 2, 20)
     ids = {group.worker_stats(slot)["worker_id"] for slot in (0, 1)}
     assert ids <= set(group.ready_workers()) - set(pids), ids
     # Another roll replaces both again and still leaves two.
     group.signal(signal.SIGHUP)
     await eventually(lambda: _count(group, "rolling restart done") == 2, 40)
-    await eventually(lambda: len(children(parent)) == 2, 20)
+    await eventually(lambda: len(children_of(parent)) == 2, 20)
     assert group.process.poll() is None
 
 

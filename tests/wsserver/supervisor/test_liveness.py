@@ -16,7 +16,12 @@ import pytest
 
 from tests.processes import WSSERVER, cli_env, eventually, run_serve
 from tests.redis_server import RedisServer
-from tests.wsserver.supervisor.group_processes import READY, WorkerGroupProcess, alive
+from tests.wsserver.supervisor.group_processes import (
+    READY,
+    WorkerGroupProcess,
+    alive,
+    children_of,
+)
 from wsserver.client.session_client import SessionClient
 
 TIMEOUT_S = 4.0
@@ -144,20 +149,6 @@ class StallableOutput:
         os.close(self.write_end)
 
 
-def _children_of(parent: int) -> set[int]:
-    found = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == parent:
-                found.add(int(entry))
-    return found
-
-
 def _wait_for(condition: Callable[[], bool], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -186,12 +177,12 @@ def _start_group(redis_url: str, output: StallableOutput) -> subprocess.Popen[by
 
 def _stop_group(group: subprocess.Popen[bytes]) -> int | None:
     """SIGTERM, and the exit status; one that hangs is killed with its workers (None)."""
-    workers = _children_of(group.pid)
+    workers = children_of(group.pid)
     group.terminate()
     try:
         return group.wait(30)
     except subprocess.TimeoutExpired:
-        for pid in workers | _children_of(group.pid) | {group.pid}:
+        for pid in workers | children_of(group.pid) | {group.pid}:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)  # stopped ones too: nothing is left behind
         group.wait(10)
@@ -237,20 +228,20 @@ def test_a_replacement_stopped_while_it_starts_is_killed_and_the_roll_ends(
     group = _start_group(redis_server.url, output)
     try:
         serving = set(_ready_workers(output.lines).values())
-        assert _children_of(group.pid) == serving
+        assert children_of(group.pid) == serving
         group.send_signal(signal.SIGHUP)
         replacement = 0
 
         def spawned() -> bool:
             nonlocal replacement
-            new = _children_of(group.pid) - serving
+            new = children_of(group.pid) - serving
             if not new:
                 return False
             replacement = new.pop()
             os.kill(replacement, signal.SIGSTOP)  # long before it can be ready
             return True
 
-        assert _wait_for(spawned, 20), (output.lines, serving, _children_of(group.pid))
+        assert _wait_for(spawned, 20), (output.lines, serving, children_of(group.pid))
         # Six timeouts of silence while it starts (18 s), then it is killed and the roll
         # gives up; the workers it was to replace go on serving.
         assert _wait_for(lambda: not alive(replacement), 18 + 20), output.lines
@@ -260,7 +251,7 @@ def test_a_replacement_stopped_while_it_starts_is_killed_and_the_roll_ends(
         ), output.lines  # fmt: skip
         lines = list(output.lines)
         assert any(f"(pid {replacement}) {SILENT} for 18 s" in line for line in lines), lines
-        assert _children_of(group.pid) == serving
+        assert children_of(group.pid) == serving
         assert len(_ready_workers(lines)) == 2  # nothing else was started or killed
     finally:
         code = _stop_group(group)
