@@ -227,7 +227,9 @@ class RedisSessionStore:
                 return result
 
         entries, oldest, stream_raw = await self.client.call(run, meta)
-        events = [(seq_of(entry_id), fields[b"p"]) for entry_id, fields in entries]
+        # An entry without its payload (written by hand, or by another version) reads
+        # back empty: the takeover takes it for a hole (worker/stored_log.py).
+        events = [(seq_of(entry_id), fields.get(b"p", b"")) for entry_id, fields in entries]
         if oldest:
             first = seq_of(oldest[0][0])
         else:

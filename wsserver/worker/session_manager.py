@@ -10,11 +10,8 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import msgpack
-
 from protocol.codes import ErrorCode
 from protocol.errors import ProtocolViolation, ResumeRefused
-from protocol.events import event_from_message
 from protocol.messages import SessionResume, SessionStart
 from protocol.session import ResponseState, ServerSession, SessionLimits
 from protocol.snapshot import (
@@ -29,7 +26,6 @@ from wsserver.frontdoor.principal import ANONYMOUS_ID
 from wsserver.session.context import EndedRuntime
 from wsserver.session.runtime import RuntimeContext, SessionRuntime
 from wsserver.store.base import (
-    LogSlice,
     SessionRecord,
     SessionStore,
     SessionStoreUnavailable,
@@ -38,6 +34,7 @@ from wsserver.store.base import (
     new_resume_token,
     token_matches,
 )
+from wsserver.worker.stored_log import StoredLog, contiguous_tail, decode_log, first_hole, tail_for
 
 log = logging.getLogger(__name__)
 
@@ -165,13 +162,13 @@ class SessionManager:
         # Refuse before claiming: a resume that cannot succeed must not take the
         # session away from a live owner.
         try:
+            missed = await self.store.read_log(message.session_id, message.last_seq)
             self._check_stored_replay(
-                record,
-                await self.store.read_log(message.session_id, message.last_seq),
-                message.last_seq,
+                record, decode_log(message.session_id, missed), message.last_seq
             )
             if check is not None:
-                stored = _contiguous_tail(await self.store.read_log(message.session_id, 0))
+                whole = await self.store.read_log(message.session_id, 0)
+                stored = contiguous_tail(decode_log(message.session_id, whole))
                 session, _lost = _restored(record, stored, message.last_seq)
                 if not check(session, session.replay.acked_seq):
                     raise ResumeVetoed
@@ -182,14 +179,13 @@ class SessionManager:
             local.moved()
         return await self._take_over(message)
 
-    def _check_stored_replay(
-        self, record: SessionRecord, log_slice: LogSlice, last_seq: int
-    ) -> None:
+    def _check_stored_replay(self, record: SessionRecord, stored: StoredLog, last_seq: int) -> None:
         stream = StreamSnapshot.from_dict(record.stream)
         missing_from = last_seq + 1
         # A hole inside the log counts too: a Redis primary that failed over to a
         # lagging replica lost writes it had acknowledged, and later ones went on.
-        hole = _first_hole(log_slice, missing_from)
+        # So does an entry that does not read back (stored_log.py).
+        hole = first_hole(stored, missing_from)
         if missing_from <= stream.last_seq and hole is not None:
             conversation = ConversationSnapshot.from_dict(record.conversation)
             raise ResumeRefused(
@@ -221,14 +217,15 @@ class SessionManager:
             # The whole stored log, not only what the client missed: the replay buffer
             # is then as the old owner's was (a dialect rebuilds its translation from
             # an earlier point, docs/REALTIME.md); the resume still sends after last_seq.
-            log_slice = _contiguous_tail(await self.store.read_log(session_id, 0))
+            whole = await self.store.read_log(session_id, 0)
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
+        stored = contiguous_tail(decode_log(session_id, whole))
         # Checked again after the claim: the old owner may have trimmed in between.
-        self._check_stored_replay(claimed, _tail_for(log_slice, message.last_seq), message.last_seq)
+        self._check_stored_replay(claimed, tail_for(stored, message.last_seq), message.last_seq)
         conversation = ConversationSnapshot.from_dict(claimed.conversation)
         stream = StreamSnapshot.from_dict(claimed.stream)
-        session, lost = _restored(claimed, log_slice, message.last_seq)
+        session, lost = _restored(claimed, stored, message.last_seq)
         runtime = SessionRuntime(
             session,
             self._context,
@@ -323,58 +320,16 @@ class SessionManager:
                 runtime.record_lost()
 
 
-def _first_hole(log_slice: LogSlice, missing_from: int) -> tuple[int, int] | None:
-    """The first run of seqs from ``missing_from`` on that the stored log lacks."""
-    if log_slice.first_seq > missing_from:
-        return missing_from, log_slice.first_seq - 1
-    expected = missing_from
-    for seq, _payload in log_slice.events:
-        if seq < expected:
-            continue
-        if seq > expected:
-            return expected, seq - 1
-        expected += 1
-    return None
-
-
-def _tail_for(log_slice: LogSlice, last_seq: int) -> LogSlice:
-    """The stored log a resume from ``last_seq`` replays from; none when the client
-    holds events never stored (numbering goes on after them)."""
-    if not log_slice.events or log_slice.events[-1][0] < last_seq:
-        return LogSlice(log_slice.first_seq, [])
-    return log_slice
-
-
 def _restored(
-    record: SessionRecord, log_slice: LogSlice, last_seq: int
+    record: SessionRecord, stored: StoredLog, last_seq: int
 ) -> tuple[ServerSession, ResponseState | None]:
-    """The session as a takeover restores it from the store, and the response its dead
-    owner left running (if any)."""
-    try:
-        events = [
-            event_from_message(msgpack.unpackb(payload, raw=False), len(payload))
-            for _, payload in _tail_for(log_slice, last_seq).events
-        ]
-    except (msgpack.UnpackException, ValueError, TypeError, KeyError, AttributeError) as exc:
-        log.error("stored replay log of %s is unreadable: %s", record.session_id, exc)
-        raise ResumeRefused(
-            ErrorCode.REPLAY_UNAVAILABLE, "the stored replay log is unreadable"
-        ) from None
+    """The session as a takeover restores it from the store (from ``stored``, a
+    contiguous tail), and the response its dead owner left running (if any)."""
     return restore_session(
         record.session_id,
         ConversationSnapshot.from_dict(record.conversation),
         StreamSnapshot.from_dict(record.stream),
-        events,
+        tail_for(stored, last_seq).events,
         client_last_seq=last_seq,
         partial_text=record.partial_text,
     )
-
-
-def _contiguous_tail(log_slice: LogSlice) -> LogSlice:
-    """The stored log from its last hole on: a replay buffer has no holes."""
-    events = log_slice.events
-    start = 0
-    for index in range(1, len(events)):
-        if events[index][0] != events[index - 1][0] + 1:
-            start = index
-    return LogSlice(events[start][0], events[start:]) if start else log_slice
