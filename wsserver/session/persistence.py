@@ -173,9 +173,13 @@ class Persister:
         self._dirty: dict[str, Persistent] = {}
         self._wake = asyncio.Event()
         self._retry_delay = _RETRY_MIN
+        self._held: dict[str, Persistent] = {}
+        """Refused sessions waiting out their retry delay: no write is tried meanwhile."""
 
     def mark(self, runtime: Persistent) -> None:
         """The runtime has something to write."""
+        if runtime.session_id in self._held:
+            return  # written with the rest when its retry delay is over
         self._dirty[runtime.session_id] = runtime
         self._wake.set()
 
@@ -215,6 +219,7 @@ class Persister:
                     self._dirty.setdefault(runtime.session_id, runtime)
                 return False
             self._written(chunk, result)
+            self._hold_refused(chunk, result)
             if result.unwritten:
                 # One shard of a cluster is down: the rest were written; retry these.
                 if complete:
@@ -235,7 +240,7 @@ class Persister:
         self._retry_delay = _RETRY_MIN
         self.flushes += 1
         for runtime, batch in chunk:
-            if runtime.session_id in result.unwritten:
+            if runtime.session_id in result.unwritten or runtime.session_id in result.refused:
                 continue
             if runtime.session_id in result.stale:
                 runtime.moved()
@@ -244,6 +249,36 @@ class Persister:
             else:
                 runtime.journal.written(batch)
                 self.events_written += len(batch.events)
+
+    def _hold_refused(
+        self, chunk: list[tuple[Persistent, AppendBatch]], result: AppendResult
+    ) -> None:
+        """Keep a refused session's writes and try them again after the longest retry
+        delay, apart: the other sessions' writes go on at their own pace."""
+        if not result.refused:
+            return
+        loop = asyncio.get_running_loop()
+        for runtime, _batch in chunk:
+            error = result.refused.get(runtime.session_id)
+            if error is None:
+                continue
+            if runtime.session_id in self._held:
+                continue
+            # Logged once per retry: at most one line per damaged session every 2 s.
+            log.error(
+                "the store refused session %s's writes (its stored data is damaged?); "
+                "keeping them in memory, next try in %g s: %s",
+                runtime.session_id,
+                _RETRY_MAX,
+                error,
+            )
+            self._held[runtime.session_id] = runtime
+            loop.call_later(_RETRY_MAX, self._release, runtime.session_id)
+
+    def _release(self, session_id: str) -> None:
+        runtime = self._held.pop(session_id, None)
+        if runtime is not None:
+            self.mark(runtime)
 
 
 def _packed(event: Event) -> bytes:

@@ -30,6 +30,11 @@ class SessionStoreUnavailable(SessionStoreError):
     """The store cannot be reached (or answered too slowly)."""
 
 
+class StoredDataUnreadable(SessionStoreError):
+    """What the store holds for a session does not read back: damaged, half written,
+    or laid out by another version. Never retried: reading it again gives the same."""
+
+
 class UnknownStore(SessionStoreError, ValueError):
     """A store URL that names no store this server has."""
 
@@ -220,6 +225,9 @@ class AppendResult:
     unwritten: set[str] = field(default_factory=set)
     """Not written this time: their part of the store was unreachable (one Redis
     Cluster shard down while the others answer); send them again later."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Not written: the store refused their own batch (what it holds for them is
+    damaged, so their script failed), with its error; the others' batches count."""
 
 
 @dataclass(slots=True)
@@ -241,14 +249,18 @@ class SessionStore(Protocol):
         ...
 
     async def get(self, session_id: str) -> SessionRecord | None:
-        """A session's record, or ``None`` if unknown or expired."""
+        """A session's record, or ``None`` if unknown or expired.
+
+        Raises :class:`StoredDataUnreadable` for a record that does not read back.
+        """
         ...
 
     async def claim(self, session_id: str, owner: str) -> SessionRecord | None:
         """Take a session over: bump its epoch, make ``owner`` the owner.
 
         Returns the record as of the takeover (``owner``/``owner_live`` describe
-        the previous owner), or ``None`` if the session is gone.
+        the previous owner), or ``None`` if the session is gone. Raises
+        :class:`StoredDataUnreadable` for a record that does not read back.
         """
         ...
 
@@ -257,7 +269,11 @@ class SessionStore(Protocol):
         ...
 
     async def read_log(self, session_id: str, after_seq: int) -> LogSlice:
-        """Persisted events with seq > ``after_seq``."""
+        """Persisted events with seq > ``after_seq``.
+
+        Raises :class:`StoredDataUnreadable` for a log that does not read back at all
+        (an entry that does not is the reader's to judge: stored_log.py).
+        """
         ...
 
     async def renew(self, leases: Sequence[tuple[str, int, str]]) -> AppendResult:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
+
+from redis.exceptions import ResponseError
 
 from wsserver.store import redis_scripts
 from wsserver.store.base import (
@@ -26,6 +29,7 @@ from wsserver.store.base import (
     ResponseUsage,
     SessionRecord,
     SessionStoreUnavailable,
+    StoredDataUnreadable,
     StoreLimits,
     ToolCallRecord,
     ToolCallStatus,
@@ -37,13 +41,19 @@ from wsserver.store.redis_layout import (
     client_token_key,
     compact_json,
     ended_key,
+    last_stored_seq,
     milliseconds,
     read_record,
     read_tool_call,
     seq_of,
     session_keys,
+    tool_call_order,
     usage_key,
 )
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class RedisSessionStore:
@@ -130,7 +140,7 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        fields, partial_text, lease_live = await self.client.call(run, meta)
+        fields, partial_text, lease_live = await self._read(run, meta, "session record")
         if not fields:
             return None
         return read_record(session_id, fields, partial_text, bool(lease_live))
@@ -150,7 +160,7 @@ class RedisSessionStore:
                 ],
             )
 
-        claimed = await self.client.call(run, meta)
+        claimed = await self._read(run, meta, "claim")
         if claimed is None:
             return None
         epoch, previous, live = claimed
@@ -209,7 +219,10 @@ class RedisSessionStore:
                             [*session_keys(sid), ended_key(sid)],
                             [batch.epoch, self._ended_ttl_ms],
                         )
-                result: list[Any] = await pipe.execute()
+                result = _answers(await pipe.execute(raise_on_error=False))
+                for answer in result[len(some) :]:
+                    if isinstance(answer, ResponseError):
+                        log.error("could not remove a session from the store: %s", answer)
                 return result[: len(some)]
 
         ids = [batch.session_id for batch in batches]
@@ -226,15 +239,11 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        entries, oldest, stream_raw = await self.client.call(run, meta)
+        entries, oldest, stream_raw = await self._read(run, meta, "replay log")
         # An entry without its payload (written by hand, or by another version) reads
         # back empty: the takeover takes it for a hole (worker/stored_log.py).
         events = [(seq_of(entry_id), fields.get(b"p", b"")) for entry_id, fields in entries]
-        if oldest:
-            first = seq_of(oldest[0][0])
-        else:
-            stream = json.loads(stream_raw) if stream_raw else {}
-            first = int(stream.get("last_seq", after_seq)) + 1
+        first = seq_of(oldest[0][0]) if oldest else last_stored_seq(stream_raw, after_seq) + 1
         return LogSlice(first, events)
 
     async def renew(self, leases: Sequence[tuple[str, int, str]]) -> AppendResult:
@@ -262,8 +271,7 @@ class RedisSessionStore:
                             "1" if refresh else "0",
                         ],
                     )
-                result: list[Any] = await pipe.execute()
-                return result
+                return _answers(await pipe.execute(raise_on_error=False))
 
         ids = [session_id for session_id, _epoch, _owner in leases]
         result = _outcome(ids, await self.client.by_node(_meta_keys(ids), run))
@@ -299,7 +307,14 @@ class RedisSessionStore:
 
         # An entry twice is one batch written twice (its first answer lost): keep one.
         entries = dict.fromkeys(await self.client.call(run, usage_key(session_id)))
-        return [ResponseUsage.from_json(raw) for raw in entries]
+        usage: list[ResponseUsage] = []
+        for raw in entries:
+            try:
+                usage.append(ResponseUsage.from_json(raw))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                # A damaged entry is left out of the ledger, not the whole ledger.
+                log.error("usage ledger of %s: an entry left out (%r)", session_id, exc)
+        return usage
 
     async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
         if not calls:
@@ -318,8 +333,9 @@ class RedisSessionStore:
 
     async def _settle(
         self, session_id: str, call_id: str, outcome: dict[str, Any]
-    ) -> tuple[bool, ToolCallRecord] | None:
-        """Run SETTLE_TOOL_CALL: (whether ``outcome`` was written, the call now)."""
+    ) -> tuple[bool, ToolCallRecord | None] | None:
+        """Run SETTLE_TOOL_CALL: (whether ``outcome`` was written, the call now: None
+        when its stored entry does not read back)."""
         meta, _log, _partial, _lease, tools = session_keys(session_id)
 
         async def run() -> Any:
@@ -332,7 +348,11 @@ class RedisSessionStore:
         if settled is None:
             return None
         written, call, stored = settled
-        return bool(written), read_tool_call(call, stored)
+        try:
+            return bool(written), read_tool_call(call, stored)
+        except StoredDataUnreadable as exc:
+            log.error("tool call %s of %s: %s", call_id, session_id, exc)
+            return bool(written), None
 
     async def apply_tool_result(
         self, session_id: str, call_id: str, output: str | None, error: str | None
@@ -344,6 +364,9 @@ class RedisSessionStore:
         written, record = settled
         if written:
             return ToolResultOutcome.APPLIED, record
+        if record is None:
+            # Settled before, as nobody can now tell: this result is not applied.
+            return ToolResultOutcome.CLOSED, None
         if record.status is ToolCallStatus.COMPLETED:
             return ToolResultOutcome.DUPLICATE, record
         return ToolResultOutcome.CLOSED, record
@@ -370,8 +393,14 @@ class RedisSessionStore:
         ordered: list[tuple[int, ToolCallRecord]] = []
         for name, value in fields.items():
             if name.startswith(b"c:"):
-                order = json.loads(value)[0]
-                ordered.append((int(order), read_tool_call(value, fields.get(b"r:" + name[2:]))))
+                try:
+                    order = tool_call_order(value)
+                    record = read_tool_call(value, fields.get(b"r:" + name[2:]))
+                except StoredDataUnreadable as exc:
+                    # One damaged call is left out; the session's other calls still count.
+                    log.error("tool calls of %s: %s left out (%s)", session_id, name[2:], exc)
+                    continue
+                ordered.append((order, record))
         ordered.sort(key=lambda item: item[0])
         return [record for _order, record in ordered]
 
@@ -382,6 +411,17 @@ class RedisSessionStore:
             return await self._use_client_token(keys=[key], args=[limit, milliseconds(ttl)])
 
         return bool(int(await self.client.call(run, key)))
+
+    async def _read(self, run: Callable[[], Awaitable[T]], key: str, what: str) -> T:
+        """``client.call(run, key)`` for a read a resume depends on: a script or command
+        that failed on the session's own keys (a key of the wrong type) raises
+        :class:`StoredDataUnreadable`, not a retry-later ``SessionStoreUnavailable``."""
+        try:
+            return await self.client.call(run, key)
+        except SessionStoreUnavailable as exc:
+            if _session_error(exc.__cause__):
+                raise StoredDataUnreadable(f"{what}: {exc.__cause__}") from None
+            raise
 
     async def ready(self) -> bool:
         # One ping at a time, shared by every caller meanwhile: /readyz needs no
@@ -407,15 +447,34 @@ def _meta_keys(session_ids: Sequence[str]) -> list[str]:
     return [session_keys(session_id)[0] for session_id in session_ids]
 
 
+def _session_error(error: BaseException | None) -> bool:
+    """Whether ``error`` is a script's failure on one session's keys (a key of the wrong
+    type, a field that is not a number): a plain error reply. The store's own failures
+    (read-only after a failover, busy, cluster down, redirections) have their own types."""
+    return type(error) is ResponseError
+
+
+def _answers(result: list[Any]) -> list[Any]:
+    """A pipeline's answers, each session's own script error left in its place (so one
+    damaged session does not fail the others' writes); any other error is raised."""
+    for answer in result:
+        if isinstance(answer, Exception) and not _session_error(answer):
+            raise answer
+    return result
+
+
 def _outcome(session_ids: Sequence[str], parts: list[tuple[list[int], Any]]) -> AppendResult:
-    """What the scripts answered per session (1, -1 stale, -2 gone), per node; a node
-    that was down (``None``) leaves its sessions unwritten."""
+    """What the scripts answered per session (1, -1 stale, -2 gone, or the error of a
+    script that failed on the session's keys), per node; a node that was down
+    (``None``) leaves its sessions unwritten."""
     outcome = AppendResult()
     for positions, codes in parts:
         for position, code in zip(positions, codes or [None] * len(positions), strict=True):
             session_id = session_ids[position]
             if code is None:
                 outcome.unwritten.add(session_id)
+            elif isinstance(code, ResponseError):
+                outcome.refused[session_id] = str(code)
             elif int(code) == -1:
                 outcome.stale.add(session_id)
             elif int(code) == -2:

@@ -20,7 +20,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wsserver.store.base import SessionRecord, ToolCallRecord
+from wsserver.store.base import SessionRecord, StoredDataUnreadable, ToolCallRecord
+
+_UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+"""What parsing a damaged field raises (``json.JSONDecodeError`` and
+``UnicodeDecodeError`` are value errors; a missing field is a ``KeyError``)."""
 
 
 def session_tag(session_id: str) -> str:
@@ -77,11 +81,28 @@ def compact_json(data: dict[str, Any]) -> str:
 
 
 def read_tool_call(call: bytes, outcome: bytes | None) -> ToolCallRecord:
-    """A ledger entry from its stored ``[order, record]`` and outcome, if any."""
-    data: dict[str, Any] = json.loads(call)[1]
-    if outcome is not None:
-        data.update(json.loads(outcome))
-    return ToolCallRecord.from_dict(data)
+    """A ledger entry from its stored ``[order, record]`` and outcome, if any.
+
+    Raises :class:`StoredDataUnreadable` for an entry that does not read back.
+    """
+    try:
+        data: dict[str, Any] = json.loads(call)[1]
+        if outcome is not None:
+            data.update(json.loads(outcome))
+        return ToolCallRecord.from_dict(data)
+    except _UNREADABLE as exc:
+        raise StoredDataUnreadable(f"tool-call ledger entry: {exc!r}") from None
+
+
+def tool_call_order(call: bytes) -> int:
+    """Where a ledger entry ``[order, record]`` comes among the session's calls.
+
+    Raises :class:`StoredDataUnreadable` for an entry that does not read back.
+    """
+    try:
+        return int(json.loads(call)[0])
+    except _UNREADABLE as exc:
+        raise StoredDataUnreadable(f"tool-call ledger entry: {exc!r}") from None
 
 
 def seq_of(entry_id: bytes) -> int:
@@ -89,19 +110,42 @@ def seq_of(entry_id: bytes) -> int:
     return int(entry_id.split(b"-", 1)[0])
 
 
+def last_stored_seq(stream: bytes | None, default: int) -> int:
+    """The stream snapshot's ``last_seq`` (``default`` where none is stored yet).
+
+    Raises :class:`StoredDataUnreadable` for a snapshot that does not read back.
+    """
+    if not stream:
+        return default
+    try:
+        return int(json.loads(stream).get("last_seq", default))
+    except _UNREADABLE as exc:
+        raise StoredDataUnreadable(f"stream snapshot: {exc!r}") from None
+
+
 def read_record(
     session_id: str, fields: dict[bytes, bytes], partial: bytes | None, lease_live: bool
 ) -> SessionRecord:
-    """A session record from its meta hash, partial text and whether its lease is held."""
-    return SessionRecord(
-        session_id=session_id,
-        token_hash=fields[b"token_hash"].decode(),
-        created_at=float(fields[b"created_at"]),
-        epoch=int(fields[b"epoch"]),
-        owner=fields.get(b"owner", b"").decode() or None,
-        owner_live=lease_live,
-        conversation=json.loads(fields.get(b"conversation", b"{}")),
-        stream=json.loads(fields.get(b"stream", b"{}")),
-        partial_text=partial.decode() if partial else "",
-        principal=fields.get(b"principal", b"anonymous").decode(),
-    )
+    """A session record from its meta hash, partial text and whether its lease is held.
+
+    Raises :class:`StoredDataUnreadable` when a field is missing or does not read back
+    as its type (the snapshots' own shape is the takeover's to check).
+    """
+    try:
+        record = SessionRecord(
+            session_id=session_id,
+            token_hash=fields[b"token_hash"].decode(),
+            created_at=float(fields[b"created_at"]),
+            epoch=int(fields[b"epoch"]),
+            owner=fields.get(b"owner", b"").decode() or None,
+            owner_live=lease_live,
+            conversation=json.loads(fields.get(b"conversation", b"{}")),
+            stream=json.loads(fields.get(b"stream", b"{}")),
+            partial_text=partial.decode() if partial else "",
+            principal=fields.get(b"principal", b"anonymous").decode(),
+        )
+    except _UNREADABLE as exc:
+        raise StoredDataUnreadable(f"session record: {exc!r}") from None
+    if not isinstance(record.conversation, dict) or not isinstance(record.stream, dict):
+        raise StoredDataUnreadable("session record: a snapshot is not a JSON object")
+    return record

@@ -29,6 +29,7 @@ from wsserver.store.base import (
     SessionRecord,
     SessionStore,
     SessionStoreUnavailable,
+    StoredDataUnreadable,
     ToolCallStatus,
     hash_token,
     new_resume_token,
@@ -139,13 +140,17 @@ class SessionManager:
         local = self.sessions.get(message.session_id)
         try:
             record = await self.store.get(message.session_id)
+        except StoredDataUnreadable as exc:
+            # Nothing in it can be trusted, not even whose it is: a session of its own
+            # resumes from this worker's copy, any other is answered as unknown.
+            log.error("stored record of %s is unreadable: %s", message.session_id, exc)
+            if local is not None and self._holds(local, message, principal):
+                self._check_replay(local.session, message.last_seq)
+                return local
+            raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session") from None
         except SessionStoreUnavailable:
             # Live sessions keep working without the store: check the token locally.
-            if (
-                local is not None
-                and local.principal == principal
-                and token_matches(message.resume_token, local.token_hash)
-            ):
+            if local is not None and self._holds(local, message, principal):
                 return local
             raise _unavailable("resume a session held by another worker") from None
         if record is None:
@@ -161,6 +166,7 @@ class SessionManager:
             return local
         # Refuse before claiming: a resume that cannot succeed must not take the
         # session away from a live owner.
+        _restorable(record, message.last_seq)
         try:
             missed = await self.store.read_log(message.session_id, message.last_seq)
             self._check_stored_replay(
@@ -172,12 +178,21 @@ class SessionManager:
                 session, _lost = _restored(record, stored, message.last_seq)
                 if not check(session, session.replay.acked_seq):
                     raise ResumeVetoed
+        except StoredDataUnreadable as exc:
+            raise _log_unreadable(record, exc) from None
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
         if local is not None:
             # Our copy is stale: another worker owned it since.
             local.moved()
         return await self._take_over(message)
+
+    @staticmethod
+    def _holds(local: SessionRuntime, message: SessionResume, principal: str) -> bool:
+        """Whether this worker's own copy of a session answers ``message``'s resume."""
+        return local.principal == principal and token_matches(
+            message.resume_token, local.token_hash
+        )
 
     def _check_stored_replay(self, record: SessionRecord, stored: StoredLog, last_seq: int) -> None:
         stream = StreamSnapshot.from_dict(record.stream)
@@ -211,17 +226,26 @@ class SessionManager:
     async def _take_over(self, message: SessionResume) -> SessionRuntime:
         session_id = message.session_id
         try:
-            claimed = await self.store.claim(session_id, self.worker_id)
+            try:
+                claimed = await self.store.claim(session_id, self.worker_id)
+            except StoredDataUnreadable as exc:
+                # Damaged between the check and the claim.
+                log.error("stored record of %s is unreadable: %s", session_id, exc)
+                claimed = None
             if claimed is None:
                 raise ResumeRefused(ErrorCode.UNKNOWN_SESSION, "no such session")
             # The whole stored log, not only what the client missed: the replay buffer
             # is then as the old owner's was (a dialect rebuilds its translation from
             # an earlier point, docs/REALTIME.md); the resume still sends after last_seq.
             whole = await self.store.read_log(session_id, 0)
+        except StoredDataUnreadable as exc:
+            raise _log_unreadable(claimed, exc) from None
         except SessionStoreUnavailable:
             raise _unavailable("resume a session held by another worker") from None
         stored = contiguous_tail(decode_log(session_id, whole))
-        # Checked again after the claim: the old owner may have trimmed in between.
+        # Both checked again after the claim: the old owner may have written or trimmed
+        # in between (and a snapshot is read by the replay check).
+        _restorable(claimed, message.last_seq)
         self._check_stored_replay(claimed, tail_for(stored, message.last_seq), message.last_seq)
         conversation = ConversationSnapshot.from_dict(claimed.conversation)
         stream = StreamSnapshot.from_dict(claimed.stream)
@@ -266,6 +290,7 @@ class SessionManager:
             log.warning("tool calls of %s unavailable at takeover", runtime.session_id)
             return
         session = runtime.session
+        session_id = runtime.session_id
         in_history = {c.call_id for t in session.conversation.turns for c in t.tool_calls}
         for record in records:
             # Round -1: the old owner's rounds are over; a call in the history (or
@@ -279,12 +304,19 @@ class SessionManager:
             round = lost.generations if unrecorded and lost is not None else -1
             call = ToolCallState(record.call_id, record.name, record.response_id, round=round)
             call.text = [record.arguments]
-            call.arguments = json.loads(record.arguments)
+            try:
+                call.arguments = json.loads(record.arguments)
+                if record.status is ToolCallStatus.COMPLETED and record.output is not None:
+                    call.output = json.loads(record.output)
+            except (TypeError, ValueError) as exc:
+                # A damaged call is left out (its result is then an unknown call's);
+                # the takeover and the session's other calls go on.
+                log.error("tool call %s of %s left out: %r", record.call_id, session_id, exc)
+                continue
             if record.status is ToolCallStatus.PENDING:
                 call.state = CallState.EMITTED
             elif record.status is ToolCallStatus.COMPLETED:
                 call.state = CallState.ANSWERED
-                call.output = json.loads(record.output) if record.output is not None else None
                 call.error = record.error
             else:
                 call.state = CallState.TIMED_OUT
@@ -318,6 +350,39 @@ class SessionManager:
                 runtime.moved()
             elif runtime.session_id in result.gone:
                 runtime.record_lost()
+
+
+_DAMAGED_SNAPSHOT = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+"""What restoring a snapshot of the wrong shape raises (another version's, or damaged)."""
+
+
+def _restorable(record: SessionRecord, last_seq: int) -> None:
+    """Refuse a resume whose stored snapshots do not restore, before anything is done
+    with them (a claim, a replay check, a snapshot for the client)."""
+    try:
+        _restored(record, StoredLog(last_seq + 1, []), last_seq)
+        ConversationSnapshot.from_dict(record.conversation).public()
+    except _DAMAGED_SNAPSHOT as exc:
+        log.error("stored snapshot of %s does not restore: %r", record.session_id, exc)
+        raise ResumeRefused(
+            ErrorCode.REPLAY_UNAVAILABLE, "the stored session is unreadable"
+        ) from None
+
+
+def _log_unreadable(record: SessionRecord | None, exc: StoredDataUnreadable) -> ResumeRefused:
+    """The refusal of a resume whose stored replay log does not read back at all (its
+    key holds another type): nothing in it can be replayed; the snapshot still can."""
+    session_id = record.session_id if record is not None else "?"
+    log.error("stored replay log of %s is unreadable: %s", session_id, exc)
+    details = None
+    try:
+        if record is not None:
+            details = {"snapshot": ConversationSnapshot.from_dict(record.conversation).public()}
+    except _DAMAGED_SNAPSHOT:
+        pass  # damaged as well: refused without a snapshot
+    return ResumeRefused(
+        ErrorCode.REPLAY_UNAVAILABLE, "the stored replay log is unreadable", details=details
+    )
 
 
 def _restored(

@@ -8,19 +8,19 @@ claim (its owner keeps the session), one that does not goes on from the readable
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import msgpack
 import pytest
-import redis.asyncio as redis
 
 from tests.processes import WorkerProcess
 from tests.wsserver.wire import RawClient
-from wsserver.store.base import LogSlice, StoreLimits
-from wsserver.store.redis_layout import session_keys
-from wsserver.store.selector import open_store
+from tests.wsserver.worker.damaged_store import (
+    answered_on,
+    damage_log_entry,
+    stored_epoch,
+)
+from wsserver.store.base import LogSlice
 from wsserver.worker.stored_log import (
     StoredLog,
     contiguous_tail,
@@ -143,78 +143,6 @@ def test_a_whole_readable_log_is_its_own_tail() -> None:
 
 # -- a real takeover from a damaged Redis log ---------------------------------
 
-FLAGS = (
-    *("--decode-rate", "400", "--answer-tokens", "12", "--store-flush-ms", "5"),
-    "--drain-timeout",
-    "0.5",
-)
-
-
-@pytest.fixture
-def workers(redis_url: str) -> Iterator[tuple[WorkerProcess, WorkerProcess]]:
-    a = WorkerProcess("--store", redis_url, *FLAGS, name="a").start()
-    b = WorkerProcess("--store", redis_url, *FLAGS, name="b")
-    try:
-        b.start()
-        yield a, b
-    finally:
-        a.stop()
-        b.stop()
-
-
-async def _answered_on(url: str, redis_url: str) -> tuple[dict[str, Any], list[int]]:
-    """A session with one whole answer, every event of it in the store; its ready and
-    seqs. Its connection is then cut (its owner keeps it)."""
-    client = await RawClient.connect(url)
-    ready = await client.start()
-    await client.send({"type": "response.create", "input": "hello"})
-    done = await client.until("response.done")
-    assert done["status"] == "completed"
-    seqs = [m["seq"] for m in client.seen if "seq" in m]
-    store = open_store(redis_url, StoreLimits())
-    try:
-        for _ in range(500):  # written in the owner's batches
-            stored = await store.read_log(ready["session_id"], 0)
-            if stored.events and stored.events[-1][0] == done["seq"]:
-                break
-            await asyncio.sleep(0.02)
-        else:
-            raise AssertionError("the answer never reached the store")
-    finally:
-        await store.close()
-    client.abort()
-    return ready, seqs
-
-
-async def _damage(redis_url: str, session_id: str, seq: int, fields: dict[bytes, bytes]) -> None:
-    """Replace entry ``seq`` of the session's log with ``fields`` (ids must grow, so the
-    stream is rewritten whole, with its TTL)."""
-    _meta, log_key, *_ = session_keys(session_id)
-    client = redis.Redis.from_url(redis_url)
-    try:
-        ttl = await client.pttl(log_key)
-        entries = await client.xrange(log_key)
-        async with client.pipeline(transaction=True) as pipe:
-            pipe.delete(log_key)
-            for entry_id, entry_fields in entries:
-                replaced = fields if entry_id == f"{seq}-0".encode() else entry_fields
-                pipe.xadd(log_key, replaced, id=entry_id)  # type: ignore[arg-type]
-            pipe.pexpire(log_key, ttl)
-            await pipe.execute()
-    finally:
-        await client.aclose()
-
-
-async def _epoch(redis_url: str, session_id: str) -> int:
-    store = open_store(redis_url, StoreLimits())
-    try:
-        record = await store.get(session_id)
-        assert record is not None
-        return record.epoch
-    finally:
-        await store.close()
-
-
 DAMAGE = {
     "garbage": {b"p": b"\xc1\xc1\xc1"},
     "wrong shape": {b"p": msgpack.packb(["response.text.delta", 3])},
@@ -228,12 +156,12 @@ async def test_a_resume_that_needs_an_unreadable_entry_is_refused_before_the_cla
     damage: str, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
 ) -> None:
     a, b = workers
-    ready, seqs = await _answered_on(a.url, redis_url)
+    ready, seqs = await answered_on(a.url, redis_url)
     session_id = ready["session_id"]
     # An entry in the middle of the answer; the client missed it and all after it.
     damaged = seqs[len(seqs) // 2]
-    await _damage(redis_url, session_id, damaged, DAMAGE[damage])
-    epoch = await _epoch(redis_url, session_id)
+    await damage_log_entry(redis_url, session_id, damaged, DAMAGE[damage])
+    epoch = await stored_epoch(redis_url, session_id)
     client = await RawClient.connect(b.url)
     await client.resume(ready, damaged - 1)
     error = await client.until("error")
@@ -242,7 +170,7 @@ async def test_a_resume_that_needs_an_unreadable_entry_is_refused_before_the_cla
     assert error["snapshot"]["conversation"][0] == {"role": "user", "text": "hello"}
     await client.closed_code()
     # Not claimed: A still owns it, and A's own copy still resumes it whole.
-    assert await _epoch(redis_url, session_id) == epoch
+    assert await stored_epoch(redis_url, session_id) == epoch
     assert b.stats()["store"]["takeovers"] == 0
     again = await RawClient.connect(a.url)
     await again.resume(ready, damaged - 1)
@@ -257,9 +185,9 @@ async def test_a_resume_past_an_unreadable_entry_goes_on_from_the_readable_tail(
     workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
 ) -> None:
     a, b = workers
-    ready, seqs = await _answered_on(a.url, redis_url)
+    ready, seqs = await answered_on(a.url, redis_url)
     damaged = seqs[len(seqs) // 2]
-    await _damage(redis_url, ready["session_id"], damaged, DAMAGE["garbage"])
+    await damage_log_entry(redis_url, ready["session_id"], damaged, DAMAGE["garbage"])
     client = await RawClient.connect(b.url)
     # The client saw all but the last two events: both come from the tail after the hole.
     await client.resume(ready, seqs[-3])
@@ -281,8 +209,8 @@ async def test_an_unreadable_newest_entry_refuses_only_the_resumes_that_need_it(
     workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
 ) -> None:
     a, b = workers
-    ready, seqs = await _answered_on(a.url, redis_url)
-    await _damage(redis_url, ready["session_id"], seqs[-1], DAMAGE["garbage"])
+    ready, seqs = await answered_on(a.url, redis_url)
+    await damage_log_entry(redis_url, ready["session_id"], seqs[-1], DAMAGE["garbage"])
     refused = await RawClient.connect(b.url)
     await refused.resume(ready, seqs[-2])
     error = await refused.until("error")

@@ -1,0 +1,224 @@
+"""The Redis store over damaged keys (another version's layout, a half write, a mistake).
+
+Every read of a damaged record says so (``StoredDataUnreadable``) instead of raising
+whatever its parser hit; a damaged ledger entry is left out, not the whole ledger; and
+one session's damaged keys fail that session's writes only, in a batch of many, on one
+Redis and on a Redis Cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from protocol.usage import Usage
+from wsserver.store.base import (
+    AppendBatch,
+    ResponseUsage,
+    SessionRecord,
+    StoredDataUnreadable,
+    StoreLimits,
+    ToolCallRecord,
+    ToolCallStatus,
+    ToolResultOutcome,
+    hash_token,
+)
+from wsserver.store.redis import RedisSessionStore
+from wsserver.store.redis_layout import session_keys, usage_key
+
+
+@pytest.fixture
+async def store(any_redis_url: str) -> AsyncIterator[RedisSessionStore]:
+    implementation = RedisSessionStore(any_redis_url, StoreLimits())
+    yield implementation
+    await implementation.close()
+
+
+@pytest.fixture
+def raw(store: RedisSessionStore) -> Any:
+    """The store's own Redis (or Cluster) client, to damage keys with."""
+    return store.redis
+
+
+def _record(session_id: str) -> SessionRecord:
+    return SessionRecord(
+        session_id,
+        hash_token("tok"),
+        1.0,
+        owner="worker-a",
+        conversation={"turns": [["user", "hi"]]},
+        stream={"last_seq": 0, "active": None},
+    )
+
+
+def _batch(session_id: str, seqs: range) -> AppendBatch:
+    return AppendBatch(
+        session_id,
+        1,
+        "worker-a",
+        [(seq, b"event-%d" % seq) for seq in seqs],
+        {"last_seq": seqs[-1], "active": None},
+    )
+
+
+META_DAMAGE = {
+    "conversation not JSON": ("conversation", b"{not json"),
+    "conversation not an object": ("conversation", b"[]"),
+    "stream not JSON": ("stream", b"nope"),
+    "epoch not a number": ("epoch", b"abc"),
+    "epoch not whole": ("epoch", b"1.5"),
+    "created_at not a number": ("created_at", b"yesterday"),
+    "token hash not UTF-8": ("token_hash", b"\xff\xfe"),
+    "principal not UTF-8": ("principal", b"\xff\xfe"),
+}
+
+
+@pytest.mark.parametrize("damage", sorted(META_DAMAGE))
+async def test_a_damaged_record_reads_as_unreadable(
+    damage: str, store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d1"))
+    field, value = META_DAMAGE[damage]
+    meta, *_ = session_keys("d1")
+    await raw.hset(meta, field, value)
+    with pytest.raises(StoredDataUnreadable):
+        await store.get("d1")
+    with pytest.raises(StoredDataUnreadable):
+        await store.claim("d1", "worker-b")
+
+
+async def test_a_record_without_its_token_hash_or_with_bad_partial_text_is_unreadable(
+    store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d2"))
+    meta, _log, partial, *_ = session_keys("d2")
+    await raw.set(partial, b"\xff\xfe\xfd")
+    with pytest.raises(StoredDataUnreadable):
+        await store.get("d2")
+    await raw.delete(partial)
+    assert await store.get("d2") is not None
+    await raw.hdel(meta, "token_hash")
+    with pytest.raises(StoredDataUnreadable):
+        await store.get("d2")
+
+
+@pytest.mark.parametrize("key", ["meta is a string", "partial text is a hash"])
+async def test_a_record_key_of_another_type_is_unreadable_not_unavailable(
+    key: str, store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d6"))
+    meta, _log, partial, *_ = session_keys("d6")
+    if key == "meta is a string":
+        await raw.delete(meta)
+        await raw.set(meta, "oops")
+    else:
+        await raw.hset(partial, "x", "y")
+    # Asked again, Redis answers the same: never a "try again later".
+    with pytest.raises(StoredDataUnreadable):
+        await store.get("d6")
+    with pytest.raises(StoredDataUnreadable):
+        await store.claim("d6", "worker-b")
+
+
+async def test_a_log_key_of_another_type_or_a_damaged_stream_snapshot_is_unreadable(
+    store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d7"))
+    meta, log, *_ = session_keys("d7")
+    await raw.set(log, "oops")
+    with pytest.raises(StoredDataUnreadable):
+        await store.read_log("d7", 0)
+    await raw.delete(log)
+    assert (await store.read_log("d7", 0)).first_seq == 1  # an empty log, as created
+    # An empty log's first seq comes from the stream snapshot: it must read back too.
+    for damaged in (b"{not json", b"[]", b'{"last_seq": "many"}'):
+        await raw.hset(meta, "stream", damaged)
+        with pytest.raises(StoredDataUnreadable):
+            await store.read_log("d7", 0)
+
+
+def _call(call_id: str) -> ToolCallRecord:
+    return ToolCallRecord(call_id, "resp_1", "get_weather", '{"city": "Paris"}')
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("c:{id}", b"[1,{not json"),
+        ("c:{id}", b'"x"'),
+        ("c:{id}", b'["x", {}]'),
+        ("r:{id}", b"{bad"),
+        ("r:{id}", b'{"status": "exploded"}'),
+    ],
+)
+async def test_a_damaged_tool_call_is_left_out_of_the_ledger_alone(
+    field: str, value: bytes, store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d3"))
+    await store.add_tool_calls("d3", [_call("call_a"), _call("call_b"), _call("call_c")])
+    *_, tools = session_keys("d3")
+    await raw.hset(tools, field.format(id="call_b"), value)
+    assert [c.call_id for c in await store.tool_calls("d3")] == ["call_a", "call_c"]
+
+
+async def test_a_result_for_a_damaged_tool_call_gets_an_answer(
+    store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d4"))
+    await store.add_tool_calls("d4", [_call("call_a"), _call("call_b")])
+    *_, tools = session_keys("d4")
+    await raw.hset(tools, "c:call_a", b"[1,{not json")
+    # The result is written (the script settles it), though the call does not read back.
+    assert await store.apply_tool_result("d4", "call_a", '"8C"', None) == (
+        ToolResultOutcome.APPLIED,
+        None,
+    )
+    assert await store.apply_tool_result("d4", "call_a", '"8C"', None) == (
+        ToolResultOutcome.CLOSED,
+        None,
+    )
+    assert await store.close_tool_call("d4", "call_b", ToolCallStatus.TIMED_OUT)
+
+
+async def test_a_damaged_usage_entry_is_left_out_of_the_ledger_alone(
+    store: RedisSessionStore, raw: Any
+) -> None:
+    entry = ResponseUsage("resp_1", "completed", None, Usage(3, 5, 5))
+    await store.record_usage("d5", entry)
+    await raw.rpush(usage_key("d5"), b"{bad", b'{"response_id": "r"}', b"[]")
+    assert await store.usage("d5") == [entry]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["meta is a string", "log is a string", "usage is a string", "log_bytes not a number"],
+)
+async def test_one_sessions_damaged_keys_refuse_its_writes_only(
+    damage: str, store: RedisSessionStore, raw: Any
+) -> None:
+    ids = ["healthy-1", "damaged", "healthy-2"]
+    for session_id in ids:
+        await store.create(_record(session_id))
+    meta, log, *_ = session_keys("damaged")
+    if damage == "meta is a string":
+        await raw.delete(meta)
+        await raw.set(meta, "oops")
+    elif damage == "log is a string":
+        await raw.set(log, "oops")
+    elif damage == "usage is a string":
+        await raw.set(usage_key("damaged"), "oops")
+    else:
+        await raw.hset(meta, "log_bytes", "lots")
+    batches = [_batch(session_id, range(1, 4)) for session_id in ids]
+    batches[1].usage = [ResponseUsage("resp_1", "completed", None, Usage(1, 1, 1))]
+    result = await store.append(batches)
+    assert set(result.refused) == {"damaged"}
+    assert not (result.unwritten or result.stale or result.gone)
+    for session_id in ("healthy-1", "healthy-2"):
+        stored = await store.read_log(session_id, 0)
+        assert [seq for seq, _ in stored.events] == [1, 2, 3]
+        record = await store.get(session_id)
+        assert record is not None and json.loads(json.dumps(record.stream))["last_seq"] == 3

@@ -1,0 +1,249 @@
+"""Real workers over a damaged Redis store: a session's record, its tool-call ledger,
+or its keys' types damaged by hand (another version's layout, a half write, a mistake).
+
+Each gets a clear in-band answer and no traceback; nothing is claimed that cannot be
+restored; the session's owner still serves it from memory; and one damaged session's
+keys never hold up the other sessions' writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import redis.asyncio as redis
+
+from tests.processes import WorkerProcess, eventually
+from tests.wsserver.wire import RawClient
+from tests.wsserver.worker.damaged_store import answered_on, stored_epoch
+from wsserver.store.base import StoreLimits
+from wsserver.store.redis_layout import session_keys, usage_key
+from wsserver.store.selector import open_store
+
+WEATHER_TOOL: dict[str, Any] = {
+    "name": "get_weather",
+    "description": "current weather of a city",
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+}
+
+
+async def _redis_do(redis_url: str, *command: Any) -> Any:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        return await client.execute_command(*command)
+    finally:
+        await client.aclose()
+
+
+def _no_traceback(*workers: WorkerProcess) -> None:
+    for worker in workers:
+        assert "Traceback" not in "".join(worker.lines), worker.name
+
+
+async def _refusal(url: str, ready: dict[str, Any], last_seq: int) -> dict[str, Any]:
+    """The error a resume of ``ready``'s session gets at ``url``, read to the close."""
+    client = await RawClient.connect(url)
+    await client.resume(ready, last_seq)
+    error = await client.until("error")
+    await client.closed_code()
+    return error
+
+
+async def _resumed_locally(a: WorkerProcess, ready: dict[str, Any], seqs: list[int]) -> None:
+    """The owner's own copy resumes the session whatever the store holds."""
+    client = await RawClient.connect(a.url)
+    await client.resume(ready, seqs[-1])
+    assert (await client.until("session.ready"))["resumed"] is True
+    await client.send({"type": "response.create", "input": "still there?"})
+    assert (await client.until("response.done"))["status"] == "completed"
+    await client.close()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("created_at", "yesterday"), ("token_hash", b"\xff\xfe"), ("principal", b"\xff")],
+)
+async def test_a_damaged_record_is_unknown_elsewhere_and_served_by_its_owner(
+    field: str, value: Any, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    ready, seqs = await answered_on(a.url, redis_url)
+    meta, *_ = session_keys(ready["session_id"])
+    await _redis_do(redis_url, "HSET", meta, field, value)
+    # Whose it is cannot be read either: answered like a session that does not exist.
+    error = await _refusal(b.url, ready, seqs[-1])
+    assert (error["code"], error["message"]) == ("unknown_session", "no such session")
+    assert b.stats()["store"]["takeovers"] == 0
+    await _resumed_locally(a, ready, seqs)
+    assert any("stored record of" in line and "is unreadable" in line for line in b.lines)
+    _no_traceback(a, b)
+
+
+async def test_a_damaged_epoch_is_not_its_owners_any_more(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    ready, seqs = await answered_on(a.url, redis_url)
+    meta, *_ = session_keys(ready["session_id"])
+    await _redis_do(redis_url, "HSET", meta, "epoch", "abc")
+    # The owner's next renewal finds an epoch that is not its own: it lets the session go.
+    await eventually(lambda: a.stats()["sessions"] == 0, timeout=15)
+    for worker in (a, b):
+        error = await _refusal(worker.url, ready, seqs[-1])
+        assert error["code"] == "unknown_session", worker.name
+    _no_traceback(a, b)
+
+
+async def test_a_record_key_of_another_type_is_unknown_elsewhere_not_unavailable(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    ready, seqs = await answered_on(a.url, redis_url)
+    meta, *_ = session_keys(ready["session_id"])
+    await _redis_do(redis_url, "DEL", meta)
+    await _redis_do(redis_url, "SET", meta, "oops")
+    for _ in range(2):  # the same answer again: a retry gets no further
+        error = await _refusal(b.url, ready, seqs[-1])
+        assert (error["code"], error["message"]) == ("unknown_session", "no such session")
+    assert b.stats()["store"]["takeovers"] == 0
+    _no_traceback(a, b)
+
+
+async def test_a_log_key_of_another_type_is_refused_with_the_snapshot_before_the_claim(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    ready, seqs = await answered_on(a.url, redis_url)
+    session_id = ready["session_id"]
+    _meta, log, *_ = session_keys(session_id)
+    await _redis_do(redis_url, "DEL", log)
+    await _redis_do(redis_url, "SET", log, "oops")
+    epoch = await stored_epoch(redis_url, session_id)
+    error = await _refusal(b.url, ready, seqs[-1])
+    assert error["code"] == "replay_unavailable"
+    assert error["message"] == "the stored replay log is unreadable"
+    # What the conversation holds is still readable: the client can start from it.
+    assert error["snapshot"]["conversation"][0] == {"role": "user", "text": "hello"}
+    assert await stored_epoch(redis_url, session_id) == epoch
+    assert b.stats()["store"]["takeovers"] == 0
+    assert any("stored replay log of" in line for line in b.lines)
+    _no_traceback(a, b)
+
+
+@pytest.mark.parametrize(
+    "conversation",
+    ["{}", '{"limits": {}}', '{"turns": [["user"]], "limits": {"bogus": 1}}'],
+)
+async def test_a_snapshot_that_does_not_restore_is_refused_before_the_claim(
+    conversation: str, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    ready, seqs = await answered_on(a.url, redis_url)
+    session_id = ready["session_id"]
+    meta, *_ = session_keys(session_id)
+    await _redis_do(redis_url, "HSET", meta, "conversation", conversation)
+    epoch = await stored_epoch(redis_url, session_id)
+    for _ in range(2):  # a retry does not claim it either
+        error = await _refusal(b.url, ready, seqs[len(seqs) // 2])
+        assert error["code"] == "replay_unavailable"
+        assert error["message"] == "the stored session is unreadable"
+        assert "snapshot" not in error
+    assert await stored_epoch(redis_url, session_id) == epoch
+    assert b.stats()["store"]["takeovers"] == 0
+    await _resumed_locally(a, ready, seqs)
+    _no_traceback(a, b)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("c:{id}", "[1,{not json"), ("c:{id}", '[1,{"call_id":"x"}]'), ("r:{id}", "{bad")],
+)
+async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
+    field: str, value: str, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    first = await RawClient.connect(a.url)
+    ready = await first.start(tools=[WEATHER_TOOL])
+    await first.send({"type": "response.create", "input": "what is the weather in Paris?"})
+    call = await first.until("response.tool_call")
+    *_, tools = session_keys(ready["session_id"])
+    store = open_store(redis_url, StoreLimits())
+    try:
+        for _ in range(500):  # the ledger is written just after the call is queued
+            if call["call_id"] in [c.call_id for c in await store.tool_calls(ready["session_id"])]:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await store.close()
+    if field.startswith("r:"):
+        await first.send({"type": "tool.result", "call_id": call["call_id"], "output": "8C"})
+        await first.until("tool.result.accepted")
+    first.abort()
+    await _redis_do(redis_url, "HSET", tools, field.format(id=call["call_id"]), value)
+    second = await RawClient.connect(b.url)
+    await second.resume(ready, call["seq"])
+    resumed = await second.until("session.ready")
+    assert resumed["resumed"] is True
+    assert resumed.get("pending_tool_calls", []) == []  # the call did not read back
+    # The response lost with A still ends, once, and the session goes on at B.
+    done = await second.until("response.done")
+    assert (done["response_id"], done["status"]) == (call["response_id"], "failed")
+    await second.send({"type": "response.create", "input": "hello again"})
+    assert (await second.until("response.done"))["status"] == "completed"
+    await second.close()
+    assert any("left out" in line for line in b.lines)
+    _no_traceback(a, b)
+
+
+async def test_one_damaged_session_does_not_hold_up_the_others_writes(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, _b = workers
+    damaged = await RawClient.connect(a.url)
+    damaged_ready = await damaged.start()
+    # Its usage ledger is a string: every write of its usage fails on its keys.
+    await _redis_do(redis_url, "SET", usage_key(damaged_ready["session_id"]), "oops")
+    healthy = await RawClient.connect(a.url)
+    healthy_ready = await healthy.start()
+    await damaged.send({"type": "response.create", "input": "hello"})
+    await healthy.send({"type": "response.create", "input": "hello"})
+    await damaged.until("response.done")
+    done = await healthy.until("response.done")
+    await eventually(
+        lambda: any("the store refused session" in line for line in a.lines), timeout=10
+    )
+    # The healthy session's whole answer is in the store, and the store is up.
+    store = open_store(redis_url, StoreLimits())
+    try:
+        for _ in range(250):
+            stored = await store.read_log(healthy_ready["session_id"], 0)
+            if stored.events and stored.events[-1][0] == done["seq"]:
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the healthy session's writes never reached the store")
+    finally:
+        await store.close()
+    assert a.stats()["store"]["up"] is True
+    refused = [line for line in a.lines if "the store refused session" in line]
+    assert all(damaged_ready["session_id"] in line for line in refused)
+    # Once the damage is gone, its writes land at the next retry.
+    await _redis_do(redis_url, "DEL", usage_key(damaged_ready["session_id"]))
+    store = open_store(redis_url, StoreLimits())
+    try:
+        for _ in range(300):
+            if await store.usage(damaged_ready["session_id"]):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the damaged session's writes never landed")
+    finally:
+        await store.close()
+    await damaged.close()
+    await healthy.close()
+    _no_traceback(a)
