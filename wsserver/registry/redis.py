@@ -119,4 +119,6 @@ class RedisWorkerRegistry:
 
 
 def _text(value: bytes | str) -> str:
-    return value.decode() if isinstance(value, bytes) else value
+    # Bytes that are not UTF-8 (a key written by hand) read as a name no worker has:
+    # never an exception on the router's placement path.
+    return value.decode(errors="replace") if isinstance(value, bytes) else value

@@ -15,6 +15,7 @@ from tests.wsserver.registry.worker_entries import info, until
 from tests.wsserver.wire import RawClient
 from wsserver.registry.base import RegistryUnavailable
 from wsserver.registry.redis import WORKERS_KEY, RedisWorkerRegistry, worker_key
+from wsserver.store.redis_layout import lease_key
 
 
 @pytest.fixture
@@ -52,6 +53,21 @@ async def test_foreign_value_is_skipped(registry: RedisWorkerRegistry) -> None:
     await registry.redis.set(worker_key("junk"), b"not json")
     await registry.redis.sadd(WORKERS_KEY, "junk")
     assert [w.worker_id for w in await registry.live()] == ["a"]
+
+
+async def test_keys_that_are_not_utf8_name_no_worker(registry: RedisWorkerRegistry) -> None:
+    await registry.publish(info("a"))
+    await registry.redis.sadd(WORKERS_KEY, b"\xff\xfe")
+    assert [w.worker_id for w in await registry.live()] == ["a"]
+    await registry.redis.set(lease_key("sess_damaged"), b"\xff\xfe")
+    # Read, never raised: an owner that is no live worker, so placement hashes.
+    owner = await registry.owner_of("sess_damaged")
+    assert owner is not None and owner not in {"a"}
+    # A lease key of another type is the registry's failure, which placement survives.
+    await registry.redis.delete(lease_key("sess_damaged"))
+    await registry.redis.hset(lease_key("sess_damaged"), "x", "y")
+    with pytest.raises(RegistryUnavailable):
+        await registry.owner_of("sess_damaged")
 
 
 async def test_redis_down_is_registry_unavailable() -> None:
