@@ -103,6 +103,9 @@ def audio_ahead(browser: WebDriver, ms: float, timeout: float) -> bool:
     return False
 
 
+# Hearing, answering and speaking on this machine's CPUs, a few turns over: on a loaded
+# machine that is minutes, past the suite's per-test bound (a liveness bound, not speed).
+@pytest.mark.timeout(480)
 def test_a_spoken_turn_is_heard_answered_aloud_and_talking_over_it_drops_the_audio(
     browser: WebDriver, worker: WorkerProcess
 ) -> None:
@@ -121,12 +124,13 @@ def test_a_spoken_turn_is_heard_answered_aloud_and_talking_over_it_drops_the_aud
     # The user speaks again while the answer plays: the page drops what it had queued at
     # once, and its worklet plays nothing after the flush. Should a clause's audio run
     # out just as the words come (a gap between clauses on a slow machine), those words
-    # are a new turn, with its own spoken answer to talk over: a few tries, each only
-    # while audio plays, with half a second of it queued where it comes to that.
+    # are a new turn, with an answer that may be too short to talk over: then the user
+    # asks for another story, and tries again while that one plays.
     cut: list[dict[str, Any]] = []
     for _ in range(5):
-        if not audio_ahead(browser, 500, 20):
-            poll("the answer's audio playing", lambda: audio_playing(browser), 90)
+        if not audio_ahead(browser, 500, 45):
+            say(browser, spoken("Please tell me a long story about a dragon."))
+            continue
         before = len(browser.execute_script("return window.demo.probe.flushes"))
         say(browser, spoken("Wait, stop there."))
         flushes = poll(
