@@ -36,7 +36,7 @@ from wsserver.store.base import (
     ToolResultOutcome,
     check_close_status,
 )
-from wsserver.store.redis_client import RedisClient
+from wsserver.store.redis_client import RedisClient, is_command_error
 from wsserver.store.redis_layout import (
     client_token_key,
     compact_json,
@@ -419,7 +419,7 @@ class RedisSessionStore:
         try:
             return await self.client.call(run, key)
         except SessionStoreUnavailable as exc:
-            if _session_error(exc.__cause__):
+            if is_command_error(exc.__cause__):
                 raise StoredDataUnreadable(f"{what}: {exc.__cause__}") from None
             raise
 
@@ -447,18 +447,11 @@ def _meta_keys(session_ids: Sequence[str]) -> list[str]:
     return [session_keys(session_id)[0] for session_id in session_ids]
 
 
-def _session_error(error: BaseException | None) -> bool:
-    """Whether ``error`` is a script's failure on one session's keys (a key of the wrong
-    type, a field that is not a number): a plain error reply. The store's own failures
-    (read-only after a failover, busy, cluster down, redirections) have their own types."""
-    return type(error) is ResponseError
-
-
 def _answers(result: list[Any]) -> list[Any]:
     """A pipeline's answers, each session's own script error left in its place (so one
     damaged session does not fail the others' writes); any other error is raised."""
     for answer in result:
-        if isinstance(answer, Exception) and not _session_error(answer):
+        if isinstance(answer, Exception) and not is_command_error(answer):
             raise answer
     return result
 

@@ -25,7 +25,7 @@ from redis.asyncio.cluster import ClusterNode, ClusterPipeline, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
-from redis.exceptions import RedisClusterException, RedisError, SlotNotCoveredError
+from redis.exceptions import RedisClusterException, RedisError, ResponseError, SlotNotCoveredError
 
 from wsserver.store.urls import CLUSTER_SCHEMES, cluster_seeds
 
@@ -34,6 +34,14 @@ T = TypeVar("T")
 # A cluster client's own failures (no reachable seed, a slot no node serves) are not
 # RedisErrors.
 FAILURES = (RedisError, RedisClusterException, OSError, TimeoutError)
+
+
+def is_command_error(error: BaseException | None) -> bool:
+    """Whether ``error`` is a command's or script's failure on the keys it touched (a
+    key of the wrong type, a field that is not a number): a plain error reply, the
+    same however often it is sent. The store's own failures (read-only after a
+    failover, busy, cluster down, redirections) have their own types."""
+    return type(error) is ResponseError
 
 
 def deliver_swallowed_cancel() -> None:
@@ -187,7 +195,8 @@ class RedisClient:
             await self._map_slots()
             result = await operation()
         except FAILURES as exc:
-            self._remap()
+            if not is_command_error(exc):  # a damaged key says nothing of the topology
+                self._remap()
             deliver_swallowed_cancel()
             raise self._unavailable(f"redis: {exc}") from exc
         deliver_swallowed_cancel()

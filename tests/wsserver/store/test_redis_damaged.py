@@ -222,3 +222,38 @@ async def test_one_sessions_damaged_keys_refuse_its_writes_only(
         assert [seq for seq, _ in stored.events] == [1, 2, 3]
         record = await store.get(session_id)
         assert record is not None and json.loads(json.dumps(record.stream))["last_seq"] == 3
+
+
+async def _slot_map_reads(store: RedisSessionStore) -> int:
+    """How often the cluster's nodes were asked for the slot map, all told (older
+    servers count every CLUSTER subcommand as one; nothing else here sends one)."""
+    total = 0
+    for node in store.redis.get_nodes():
+        stats = await store.redis.info("commandstats", target_nodes=node)
+        total += sum(
+            value["calls"]
+            for name, value in stats.items()
+            if name in ("cmdstat_cluster", "cmdstat_cluster|slots", "cmdstat_cluster|shards")
+        )
+    return total
+
+
+async def test_a_damaged_key_leaves_the_cluster_clients_slot_map_alone(
+    redis_cluster_url: str,
+) -> None:
+    # A key of the wrong type says nothing of the cluster's topology: reading it again
+    # and again must not make the client read the slot map again (each reading builds
+    # node objects anew, the old ones' connections left to be collected).
+    store = RedisSessionStore(redis_cluster_url, StoreLimits())
+    try:
+        await store.create(_record("d8"))
+        _meta, log, *_ = session_keys("d8")
+        await store.redis.set(log, "oops")
+        before = await _slot_map_reads(store)
+        for _ in range(5):
+            with pytest.raises(StoredDataUnreadable):
+                await store.read_log("d8", 0)
+            assert await store.get("d8") is not None
+        assert await _slot_map_reads(store) == before
+    finally:
+        await store.close()
