@@ -104,11 +104,11 @@ class MemorySessionStore:
         for batch in batches:
             entry = self._live(batch.session_id)
             fenced = entry is None and self._fenced(batch.session_id, batch.epoch)
-            # As the Redis store: a stale owner's usage is dropped (the new owner ends
-            # the response and records it); a gone session's is kept.
             if not fenced and (entry is None or entry.record.epoch == batch.epoch):
                 for usage in batch.usage:
                     await self.record_usage(batch.session_id, usage)
+            else:
+                self._record_unknown_usage(batch, entry)
             if entry is None:
                 (result.stale if fenced else result.gone).add(batch.session_id)
                 continue
@@ -177,6 +177,22 @@ class MemorySessionStore:
             keep = self.limits.resume_window + self.limits.lease_ttl
             self._ended.pop(session_id, None)
             self._ended[session_id] = (epoch, now + keep)
+
+    def _record_unknown_usage(self, batch: AppendBatch, entry: _Entry | None) -> None:
+        """A fenced-off owner's usage, as the Redis store keeps it: only for responses
+        its successor knows nothing of (neither running in the stream snapshot it
+        claimed, which it ends and records, nor in the ledger already)."""
+        if not batch.usage:
+            return
+        ledger = self._ledgers.setdefault(batch.session_id, [])
+        counted = {usage.response_id for usage in ledger}
+        active = entry.record.stream.get("active") if entry is not None else None
+        running = active.get("response_id") if isinstance(active, dict) else None
+        ledger.extend(
+            usage
+            for usage in batch.usage
+            if usage.response_id not in counted and usage.response_id != running
+        )
 
     def _fenced(self, session_id: str, epoch: int) -> bool:
         """Whether a later owner removed the session: ``epoch``'s owner was fenced off."""

@@ -14,9 +14,13 @@ from __future__ import annotations
 #       partial_append, partial_offset (-1 = unknown: append), n, then n pairs (seq, payload),
 #       then usage_ttl_ms, m, then m usage entries (JSON)
 # Returns 1, or -1 for a stale epoch, -2 for a session that is gone.
-# The usage goes to the ledger with the events, in the same step: a stale owner's is
-# dropped (the session's new owner ends the response and records it), a gone session's
-# is kept (the ledger outlives the session).
+# The usage goes to the ledger with the events, in the same step; a gone session's is
+# kept (the ledger outlives the session). A stale owner's entry is kept only for a
+# response its successor knows nothing of: the successor ends the response the store
+# showed running at its claim and records it (in the same step as the stream snapshot
+# that stops showing it), so an entry for that one, or for one already in the ledger,
+# would count a response twice. One the successor never saw (ended on the old owner
+# before any write of it landed) has no other record.
 APPEND = """
 local n = tonumber(ARGV[13])
 local u = 14 + 2 * n
@@ -26,15 +30,47 @@ local function record_usage()
   for i = 1, m do redis.call('RPUSH', KEYS[6], ARGV[u + 1 + i]) end
   redis.call('PEXPIRE', KEYS[6], ARGV[u])
 end
+local function response_of(json)
+  local ok, data = pcall(cjson.decode, json)
+  if ok and type(data) == 'table' then return data end
+  return nil
+end
+local function record_unknown_usage(running)
+  if m == 0 then return end
+  local counted = {}
+  if running then counted[running] = true end
+  for _, raw in ipairs(redis.call('LRANGE', KEYS[6], 0, -1)) do
+    local entry = response_of(raw)
+    if entry and type(entry['response_id']) == 'string' then
+      counted[entry['response_id']] = true
+    end
+  end
+  for i = 1, m do
+    local entry = response_of(ARGV[u + 1 + i])
+    if entry and type(entry['response_id']) == 'string' and not counted[entry['response_id']] then
+      redis.call('RPUSH', KEYS[6], ARGV[u + 1 + i])
+      redis.call('PEXPIRE', KEYS[6], ARGV[u])
+    end
+  end
+end
 local epoch = redis.call('HGET', KEYS[1], 'epoch')
 if not epoch then
-  -- Removed by a later owner: this one was fenced off (its usage is that owner's).
+  -- Removed by a later owner: this one was fenced off.
   local ended = redis.call('GET', KEYS[7])
-  if ended and tonumber(ended) ~= tonumber(ARGV[1]) then return -1 end
+  if ended and tonumber(ended) ~= tonumber(ARGV[1]) then
+    record_unknown_usage(nil)
+    return -1
+  end
   record_usage()
   return -2
 end
-if tonumber(epoch) ~= tonumber(ARGV[1]) then return -1 end
+if tonumber(epoch) ~= tonumber(ARGV[1]) then
+  local running = nil
+  local stream = response_of(redis.call('HGET', KEYS[1], 'stream') or '')
+  if stream and type(stream['active']) == 'table' then running = stream['active']['response_id'] end
+  record_unknown_usage(running)
+  return -1
+end
 record_usage()
 local added = 0
 for i = 0, n - 1 do

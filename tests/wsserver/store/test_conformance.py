@@ -549,24 +549,48 @@ async def test_redis_usage_written_twice_counts_once(any_redis_url: str) -> None
         await store.close()
 
 
+def _running(batch: AppendBatch, response_id: str) -> AppendBatch:
+    """``batch`` with its stream snapshot showing ``response_id`` running."""
+    batch.stream = {**batch.stream, "active": {"response_id": response_id}}
+    return batch
+
+
 async def test_a_stale_owners_usage_is_dropped_and_a_gone_sessions_kept(
     store: SessionStore,
 ) -> None:
     # The new owner ends the response the store saw running and records its usage:
     # the fenced owner's entry for it would count the response twice.
     await store.create(_record())
+    assert not (await store.append([_running(_batch("s1", 1, range(1, 2)), "resp_1")])).stale
     assert await store.claim("s1", "worker-b") is not None
-    stale = _batch("s1", 1, range(1, 3))
+    stale = _batch("s1", 1, range(2, 3))
     stale.usage = [ResponseUsage("resp_1", "completed", None, Usage(10, 5, 5))]
     assert (await store.append([stale])).stale == {"s1"}
-    owned = _batch("s1", 2, range(1, 3), owner="worker-b")
+    owned = _batch("s1", 2, range(2, 3), owner="worker-b")
     owned.usage = [ResponseUsage("resp_1", "failed", "session_moved", Usage(0, 4, 4))]
     assert (await store.append([owned])).stale == set()
+    assert [(e.response_id, e.status) for e in await store.usage("s1")] == [("resp_1", "failed")]
+    # Sent again after the new owner's entry landed: still counted once.
+    assert (await store.append([stale])).stale == {"s1"}
     assert [(e.response_id, e.status) for e in await store.usage("s1")] == [("resp_1", "failed")]
     gone = _batch("never-stored", 1, range(1, 2))
     gone.usage = [ResponseUsage("resp_9", "incomplete", "session_expired", Usage(1, 1, 0))]
     assert (await store.append([gone])).gone == {"never-stored"}
     assert [e.response_id for e in await store.usage("never-stored")] == ["resp_9"]
+
+
+async def test_a_stale_owners_usage_of_a_response_its_successor_never_saw_is_kept(
+    store: SessionStore,
+) -> None:
+    # resp_1 ran and ended on the old owner before any write of it landed: the new
+    # owner's claim saw nothing running, so the old owner's late entry is its only record.
+    await store.create(_record())
+    assert await store.claim("s1", "worker-b") is not None
+    late = _batch("s1", 1, range(1, 3))
+    late.usage = [ResponseUsage("resp_1", "completed", None, Usage(10, 5, 5))]
+    assert (await store.append([late])).stale == {"s1"}
+    assert (await store.append([late])).stale == {"s1"}  # sent again: kept once
+    assert [(e.response_id, e.status) for e in await store.usage("s1")] == [("resp_1", "completed")]
 
 
 async def test_an_owner_fenced_before_the_removal_finds_its_writes_stale(
@@ -575,12 +599,21 @@ async def test_an_owner_fenced_before_the_removal_finds_its_writes_stale(
     # B took the session over and ended it (removed). A, fenced off but not yet told,
     # must hear "stale" (and stop), not "gone" (and write the session back).
     await store.create(_record())
+    assert not (await store.append([_running(_batch("s1", 1, range(1, 2)), "resp_1")])).stale
     assert await store.claim("s1", "worker-b") is not None
+    # B ended the response it found running, recorded it, and ended the session.
+    await store.record_usage("s1", ResponseUsage("resp_1", "failed", "session_moved", Usage()))
     await store.remove("s1", 2)
-    late = _batch("s1", 1, range(1, 3))
+    late = _batch("s1", 1, range(2, 4))
     late.usage = [ResponseUsage("resp_1", "completed", None, Usage(10, 5, 5))]
     assert (await store.append([late])).stale == {"s1"}
     assert (await store.renew([("s1", 1, "worker-a")])).stale == {"s1"}
-    assert await store.get("s1") is None and await store.usage("s1") == []
+    assert await store.get("s1") is None
+    assert [(e.response_id, e.status) for e in await store.usage("s1")] == [("resp_1", "failed")]
+    # A response B never saw has A's entry only: kept, after the removal too.
+    unseen = _batch("s1", 1, range(4, 5))
+    unseen.usage = [ResponseUsage("resp_2", "completed", None, Usage(1, 1, 1))]
+    assert (await store.append([unseen])).stale == {"s1"}
+    assert [e.response_id for e in await store.usage("s1")] == ["resp_1", "resp_2"]
     # The remover's own late batch (its answer lost, sent again) finds it gone.
     assert (await store.append([_batch("s1", 2, range(1, 3))])).gone == {"s1"}

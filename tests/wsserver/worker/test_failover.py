@@ -229,6 +229,34 @@ async def test_a_session_ended_on_its_new_owner_stays_ended(
         await store.close()
 
 
+async def test_a_response_ended_before_any_write_of_it_keeps_its_usage_after_a_takeover(
+    start_worker: Any, redis_url: str
+) -> None:
+    # A writes once a second: the response ends, the client resumes on B and closes
+    # before any of it is stored. B's claim saw nothing running, so A's late entry,
+    # fenced off, is the response's only record: the ledger keeps it (once).
+    a = start_worker("a", "--store-flush-ms", "1000", "--lease-ttl", "60")
+    b = start_worker("b")
+    client = await RawClient.connect(a.url)
+    ready = await client.start()
+    await client.send({"type": "response.create", "input": PROMPT, "max_output_tokens": 10})
+    done = await client.until("response.done")
+    client.abort()
+    again = await RawClient.connect(b.url)
+    await again.resume(ready, done["seq"])
+    await again.until("session.ready")
+    await again.close()
+    # A's write is refused as stale (not renewed: its first renewal is 20 s away).
+    await eventually(lambda: a.stats()["sessions"] == 0, timeout=15)
+    store = open_store(redis_url, StoreLimits())
+    try:
+        ledger = await store.usage(ready["session_id"])
+        assert [u.response_id for u in ledger] == [done["response_id"]]
+        assert ledger[0].status == done["status"] and ledger[0].usage.output_tokens_generated > 0
+    finally:
+        await store.close()
+
+
 async def test_kill_9_of_the_owner_mid_response(start_worker: Any, redis_url: str) -> None:
     a, b = start_worker("a", "--lease-ttl", "1"), start_worker("b", "--lease-ttl", "1")
     expected = await _reference(b.url)
