@@ -25,6 +25,8 @@ from protocol.errors import ProtocolViolation
 
 HEADER = struct.Struct("<BBHIQ")
 HEADER_SIZE = HEADER.size
+MAX_STREAM_ID = 2**32 - 1
+"""The largest stream id a frame's header holds (an unsigned 32-bit field)."""
 FLAG_LAST = 0x01
 
 

@@ -1,8 +1,9 @@
 """A session's replay log as a takeover reads it back from the store.
 
 Each entry is decoded on its own. One that does not read back as an event of its own
-seq (damaged bytes, another version's layout, a partial write) is a hole, exactly as
-if the log had been trimmed there: a resume that needs it is refused with
+seq that every encoding can carry (damaged bytes, another version's layout, a partial
+write, a value JSON has no form for) is a hole, exactly as if the log had been trimmed
+there: a resume that needs it is refused with
 ``replay_unavailable`` and the snapshot, one that does not goes on from the readable
 events after it, and no reader of the log ever sees a traceback.
 """
@@ -15,7 +16,9 @@ from typing import Any
 
 import msgpack
 
-from protocol.events import Event, event_from_message
+from protocol.audio_frame import MAX_STREAM_ID
+from protocol.events import AUDIO_DELTA, Event, event_from_message
+from protocol.json_value import NotJsonData, check_json_data
 from wsserver.store.base import LogSlice
 
 log = logging.getLogger(__name__)
@@ -69,7 +72,32 @@ def _event(seq: int, payload: Any) -> Event | None:
     response_id = message.get("response_id")
     if response_id is not None and not isinstance(response_id, str):
         return None
+    if not _encodable(message):
+        return None
     return event_from_message(message, len(payload))
+
+
+def _encodable(message: dict[str, Any]) -> bool:
+    """Whether every encoding of the wire can carry ``message`` (JSON above all).
+
+    Msgpack holds what JSON cannot (bytes, ext types, non-string keys, NaN): written by
+    this server such a value is only ever an audio event's PCM, which travels in its
+    own binary frame.
+    """
+    if message["type"] == AUDIO_DELTA:
+        stream_id = message.get("stream_id")
+        if (
+            not isinstance(message.get("audio"), bytes)
+            or type(stream_id) is not int
+            or not 0 <= stream_id <= MAX_STREAM_ID
+        ):
+            return False
+        message = {key: value for key, value in message.items() if key != "audio"}
+    try:
+        check_json_data(message)
+    except NotJsonData:
+        return False
+    return True
 
 
 def first_hole(stored: StoredLog, missing_from: int) -> tuple[int, int] | None:

@@ -8,6 +8,7 @@ claim (its owner keeps the session), one that does not goes on from the readable
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
@@ -59,6 +60,15 @@ def _seqs(stored: StoredLog) -> list[tuple[int, bool]]:
         msgpack.packb({"type": "x", "seq": 3, "response_id": 7}),  # response id not text
         msgpack.packb({"type": "x", "seq": 3, b"raw": 1}, use_bin_type=True),  # a bytes key
         b"\x91" * 100_000 + b"\x01",  # nested far deeper than any event
+        msgpack.packb({"type": "x", "seq": 3, "delta": b"\xff"}, use_bin_type=True),  # bytes
+        msgpack.packb({"type": "x", "seq": 3, "n": float("inf")}),  # not finite
+        msgpack.packb({"type": "x", "seq": 3, "v": msgpack.ExtType(1, b"")}),  # an ext type
+        msgpack.packb({"type": "x", "seq": 3, "v": [{b"k": 1}]}, use_bin_type=True),
+        msgpack.packb({"type": "response.audio.delta", "seq": 3, "stream_id": 1}),  # no audio
+        msgpack.packb(
+            {"type": "response.audio.delta", "seq": 3, "stream_id": -1, "audio": b"\0\0"},
+            use_bin_type=True,
+        ),
     ],
 )
 def test_an_entry_that_is_not_an_event_of_its_seq_is_unreadable(damaged: bytes) -> None:
@@ -73,6 +83,23 @@ def test_a_readable_entry_keeps_its_fields_and_size() -> None:
     assert (event.seq, event.type, event.response_id) == (5, "response.text.delta", "resp_1")
     assert event.fields["delta"] == "hi"
     assert event.size == len(payload)
+
+
+def test_an_audio_entry_keeps_its_pcm() -> None:
+    message = {
+        "type": "response.audio.delta",
+        "seq": 5,
+        "response_id": "resp_2",
+        "stream_id": 2,
+        "audio": b"\x01\x00",
+        "duration_ms": 0.0625,
+    }
+    (event,) = decode_log("s", _slice(5, (5, msgpack.packb(message, use_bin_type=True)))).events
+    assert (event.type, event.fields["audio"], event.fields["stream_id"]) == (
+        "response.audio.delta",
+        b"\x01\x00",
+        2,
+    )
 
 
 def test_unreadable_entries_are_logged_once_with_their_range(
@@ -143,11 +170,48 @@ def test_a_whole_readable_log_is_its_own_tail() -> None:
 
 # -- a real takeover from a damaged Redis log ---------------------------------
 
-DAMAGE = {
-    "garbage": {b"p": b"\xc1\xc1\xc1"},
-    "wrong shape": {b"p": msgpack.packb(["response.text.delta", 3])},
-    "another seq": {b"p": msgpack.packb({"type": "response.text.delta", "seq": 999})},
-    "no payload field": {b"x": b"1"},
+
+def _entry(seq: int, **fields: Any) -> dict[bytes, bytes]:
+    """A stored entry of a text delta of ``seq`` whose fields are ``fields``."""
+    message = {"type": "response.text.delta", "seq": seq, "response_id": "resp_x", **fields}
+    return {b"p": msgpack.packb(message, use_bin_type=True)}
+
+
+DAMAGE: dict[str, Callable[[int], dict[bytes, bytes]]] = {
+    "garbage": lambda seq: {b"p": b"\xc1\xc1\xc1"},
+    "wrong shape": lambda seq: {b"p": msgpack.packb(["response.text.delta", seq])},
+    "another seq": lambda seq: _entry(999, delta="x"),
+    "no payload field": lambda seq: {b"x": b"1"},
+    # An event of its seq, but with a value no encoding of the wire can carry.
+    "a bytes value": lambda seq: _entry(seq, delta=b"\xff\xfe"),
+    "a number that is not finite": lambda seq: _entry(seq, delta="x", weight=float("nan")),
+    "an ext type": lambda seq: _entry(seq, delta=msgpack.ExtType(5, b"x")),
+    "a nested key that is bytes": lambda seq: _entry(seq, delta="x", extra={b"k": 1}),
+    "audio that is not bytes": lambda seq: {
+        b"p": msgpack.packb(
+            {
+                "type": "response.audio.delta",
+                "seq": seq,
+                "response_id": "r",
+                "stream_id": 1,
+                "audio": "not audio",
+                "duration_ms": 20.0,
+            }
+        )
+    },
+    "audio of no stream": lambda seq: {
+        b"p": msgpack.packb(
+            {
+                "type": "response.audio.delta",
+                "seq": seq,
+                "response_id": "r",
+                "stream_id": 2**40,
+                "audio": b"\x00\x00",
+                "duration_ms": 20.0,
+            },
+            use_bin_type=True,
+        )
+    },
 }
 
 
@@ -160,7 +224,7 @@ async def test_a_resume_that_needs_an_unreadable_entry_is_refused_before_the_cla
     session_id = ready["session_id"]
     # An entry in the middle of the answer; the client missed it and all after it.
     damaged = seqs[len(seqs) // 2]
-    await damage_log_entry(redis_url, session_id, damaged, DAMAGE[damage])
+    await damage_log_entry(redis_url, session_id, damaged, DAMAGE[damage](damaged))
     epoch = await stored_epoch(redis_url, session_id)
     client = await RawClient.connect(b.url)
     await client.resume(ready, damaged - 1)
@@ -187,7 +251,7 @@ async def test_a_resume_past_an_unreadable_entry_goes_on_from_the_readable_tail(
     a, b = workers
     ready, seqs = await answered_on(a.url, redis_url)
     damaged = seqs[len(seqs) // 2]
-    await damage_log_entry(redis_url, ready["session_id"], damaged, DAMAGE["garbage"])
+    await damage_log_entry(redis_url, ready["session_id"], damaged, DAMAGE["garbage"](damaged))
     client = await RawClient.connect(b.url)
     # The client saw all but the last two events: both come from the tail after the hole.
     await client.resume(ready, seqs[-3])
@@ -210,7 +274,7 @@ async def test_an_unreadable_newest_entry_refuses_only_the_resumes_that_need_it(
 ) -> None:
     a, b = workers
     ready, seqs = await answered_on(a.url, redis_url)
-    await damage_log_entry(redis_url, ready["session_id"], seqs[-1], DAMAGE["garbage"])
+    await damage_log_entry(redis_url, ready["session_id"], seqs[-1], DAMAGE["garbage"](seqs[-1]))
     refused = await RawClient.connect(b.url)
     await refused.resume(ready, seqs[-2])
     error = await refused.until("error")
