@@ -153,6 +153,8 @@ class ResultOutcome(enum.StrEnum):
     UNKNOWN = "unknown"
     CLOSED = "closed"
     UNAVAILABLE = "unavailable"
+    UNREADABLE = "unreadable"
+    """The session's stored ledger does not read back (damaged): asking again is no use."""
     FAILED = "failed"
     """The store call raised something unexpected (logged): the result was not applied."""
 

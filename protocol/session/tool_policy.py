@@ -149,6 +149,11 @@ def _result_stored(core: CoreActions, event: ToolResultStored) -> None:
         raise ProtocolViolation(
             ErrorCode.STORE_UNAVAILABLE, "session store unavailable: resend the result later"
         )
+    if outcome is ResultOutcome.UNREADABLE:
+        raise ProtocolViolation(
+            ErrorCode.INTERNAL_ERROR,
+            "the stored tool-call ledger is unreadable: the result was not applied",
+        )
     if outcome is ResultOutcome.FAILED:
         raise ProtocolViolation(ErrorCode.INTERNAL_ERROR, "could not handle tool.result")
     if outcome is ResultOutcome.UNKNOWN:

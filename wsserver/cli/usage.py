@@ -12,7 +12,7 @@ import urllib.request
 from typing import Any
 
 from wsserver.client.auth import API_KEY_ENV
-from wsserver.store.base import SessionStoreUnavailable, StoreLimits
+from wsserver.store.base import SessionStoreError, StoredDataUnreadable, StoreLimits
 from wsserver.store.selector import open_store
 from wsserver.worker.settings import ENV_PREFIX
 from wsserver.worker.usage_report import format_usage, usage_report
@@ -56,7 +56,13 @@ async def run_usage(args: argparse.Namespace) -> int:
             base = args.url or "http://127.0.0.1:8765"
             api_key = args.api_key or os.environ.get(API_KEY_ENV) or None
             report = await asyncio.to_thread(_from_worker, base, args.session_id, api_key)
-    except (SessionStoreUnavailable, OSError, ValueError) as exc:
+    except StoredDataUnreadable as exc:
+        print(
+            f"wsserver usage: the stored usage ledger of {args.session_id} is unreadable ({exc})",
+            file=sys.stderr,
+        )
+        return 1
+    except (SessionStoreError, OSError, ValueError) as exc:
         print(f"wsserver usage: {exc}", file=sys.stderr)
         return 1
     if report is None:
@@ -89,4 +95,13 @@ def _from_worker(base: str, session_id: str, api_key: str | None) -> dict[str, A
             return None
         if exc.code in (401, 403):
             raise ValueError(f"the worker refused the credentials (http {exc.code})") from None
-        raise
+        raise ValueError(f"the worker answered http {exc.code}: {_error_of(exc)}") from None
+
+
+def _error_of(exc: urllib.error.HTTPError) -> str:
+    """The ``error`` of a worker's JSON answer, or the HTTP reason."""
+    try:
+        error = json.loads(exc.read(4096)).get("error")
+    except (ValueError, AttributeError, OSError):
+        error = None
+    return error if isinstance(error, str) else str(exc.reason)

@@ -26,6 +26,7 @@ from protocol.session.inputs import (
 from wsserver.store.base import (
     SessionStore,
     SessionStoreUnavailable,
+    StoredDataUnreadable,
     ToolCallRecord,
     ToolCallStatus,
     ToolResultOutcome,
@@ -116,6 +117,9 @@ class ToolLedger:
             )
         except SessionStoreUnavailable:
             result, status = ResultOutcome.UNAVAILABLE, None
+        except StoredDataUnreadable as exc:
+            log.error("tool result %s of %s: %s", effect.call_id, self._session_id, exc)
+            result, status = ResultOutcome.UNREADABLE, None
         else:
             result = _OUTCOMES[outcome]
             status = record.status.value if record is not None else None
@@ -134,6 +138,9 @@ class ToolLedger:
                 )
             except SessionStoreUnavailable:
                 done = True  # nobody can apply a result to it here either
+            except StoredDataUnreadable as exc:
+                log.error("closing tool call %s of %s: %s", call_id, self._session_id, exc)
+                done = True  # nor to a call whose ledger does not read back
             if done:
                 closed.append(call_id)
         self._report(ToolCallsClosed(effect.response_id, tuple(closed)))

@@ -289,7 +289,10 @@ class SessionStore(Protocol):
         ...
 
     async def usage(self, session_id: str) -> list[ResponseUsage]:
-        """The session's ledger (also after the session ended)."""
+        """The session's ledger (also after the session ended).
+
+        A damaged entry is left out; a ledger that does not read back at all (its key
+        of another type) raises :class:`StoredDataUnreadable`."""
         ...
 
     async def add_tool_calls(self, session_id: str, calls: Sequence[ToolCallRecord]) -> None:
@@ -328,7 +331,10 @@ class SessionStore(Protocol):
         ...
 
     async def tool_calls(self, session_id: str) -> list[ToolCallRecord]:
-        """Every call of the session, in the order they were added."""
+        """Every call of the session, in the order they were added.
+
+        A damaged entry is left out; a ledger that does not read back at all raises
+        :class:`StoredDataUnreadable`."""
         ...
 
     async def use_client_token(self, token_id: str, limit: int, ttl: float) -> bool:

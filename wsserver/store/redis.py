@@ -306,7 +306,7 @@ class RedisSessionStore:
             return result
 
         # An entry twice is one batch written twice (its first answer lost): keep one.
-        entries = dict.fromkeys(await self.client.call(run, usage_key(session_id)))
+        entries = dict.fromkeys(await self._read(run, usage_key(session_id), "usage ledger"))
         usage: list[ResponseUsage] = []
         for raw in entries:
             try:
@@ -344,7 +344,8 @@ class RedisSessionStore:
                 args=[self._meta_ttl_ms, call_id, compact_json(outcome)],
             )
 
-        settled = await self.client.call(run, meta)
+        # A key of another type answers the same every time: unreadable, not down.
+        settled = await self._read(run, meta, "tool-call ledger")
         if settled is None:
             return None
         written, call, stored = settled
@@ -387,7 +388,7 @@ class RedisSessionStore:
                 result: list[Any] = await pipe.execute()
                 return result
 
-        live, fields = await self.client.call(run, meta)
+        live, fields = await self._read(run, meta, "tool-call ledger")
         if not live:
             return []
         ordered: list[tuple[int, ToolCallRecord]] = []

@@ -13,6 +13,7 @@ WebSockets.
 from __future__ import annotations
 
 import json
+import logging
 import weakref
 from http import HTTPStatus
 from typing import Any, Protocol
@@ -31,10 +32,12 @@ from wsserver.frontdoor.token_endpoint import PATH as CLIENT_TOKENS_PATH
 from wsserver.frontdoor.token_endpoint import mint_client_token
 from wsserver.metrics import CONTENT_TYPE, WorkerMetrics, render
 from wsserver.metrics.labels import auth_reason
-from wsserver.store.base import SessionStore, SessionStoreUnavailable
+from wsserver.store.base import SessionStore, SessionStoreUnavailable, StoredDataUnreadable
 from wsserver.worker.handshake import RETRY_AFTER_MS
 from wsserver.worker.settings import Settings
 from wsserver.worker.usage_report import usage_report
+
+log = logging.getLogger(__name__)
 
 ADMIN_PATHS = ("/stats", "/metrics")
 """Endpoints for operators: an admin credential on the main port, none on the admin one."""
@@ -188,6 +191,12 @@ class HttpEndpoints:
     async def _usage_response(self, session_id: str) -> Response:
         try:
             entries = await self._host.store.usage(session_id)
+        except StoredDataUnreadable as exc:
+            # Damaged, not down: asking again gives the same answer.
+            log.error("usage ledger of %s is unreadable: %s", session_id, exc)
+            return json_response(
+                HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "the stored usage ledger is unreadable"}
+            )
         except SessionStoreUnavailable:
             return json_response(HTTPStatus.SERVICE_UNAVAILABLE, {"error": "store unavailable"})
         if not entries:

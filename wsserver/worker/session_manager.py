@@ -286,6 +286,10 @@ class SessionManager:
         """
         try:
             records = await self.store.tool_calls(runtime.session_id)
+        except StoredDataUnreadable as exc:
+            # Like each damaged entry: none adopted; results for them get an answer.
+            log.error("tool calls of %s unreadable at takeover: %s", runtime.session_id, exc)
+            return
         except SessionStoreUnavailable:
             log.warning("tool calls of %s unavailable at takeover", runtime.session_id)
             return

@@ -192,6 +192,24 @@ async def test_a_damaged_usage_entry_is_left_out_of_the_ledger_alone(
     assert await store.usage("d5") == [entry]
 
 
+@pytest.mark.parametrize("ledger", ["usage", "tool calls"])
+async def test_a_ledger_key_of_another_type_is_unreadable_not_unavailable(
+    ledger: str, store: RedisSessionStore, raw: Any
+) -> None:
+    await store.create(_record("d8"))
+    if ledger == "usage":
+        await raw.set(usage_key("d8"), "oops")
+        read = store.usage
+    else:
+        *_, tools = session_keys("d8")
+        await raw.set(tools, "oops")
+        read = store.tool_calls  # type: ignore[assignment]
+    # Asked again, Redis answers the same: the reader must not wait for the store.
+    for _ in range(2):
+        with pytest.raises(StoredDataUnreadable):
+            await read("d8")
+
+
 @pytest.mark.parametrize(
     "damage",
     ["meta is a string", "log is a string", "usage is a string", "log_bytes not a number"],

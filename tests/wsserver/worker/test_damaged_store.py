@@ -15,7 +15,9 @@ import pytest
 import redis.asyncio as redis
 
 from tests.processes import WorkerProcess, eventually
+from tests.wsserver.client.stand_in import run_cli
 from tests.wsserver.wire import RawClient
+from tests.wsserver.worker.conftest import FLAGS
 from tests.wsserver.worker.damaged_store import answered_on, stored_epoch
 from wsserver.store.base import StoreLimits
 from wsserver.store.redis_layout import session_keys, usage_key
@@ -159,19 +161,14 @@ async def test_a_snapshot_that_does_not_restore_is_refused_before_the_claim(
     _no_traceback(a, b)
 
 
-@pytest.mark.parametrize(
-    ("field", "value"),
-    [("c:{id}", "[1,{not json"), ("c:{id}", '[1,{"call_id":"x"}]'), ("r:{id}", "{bad")],
-)
-async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
-    field: str, value: str, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
-) -> None:
-    a, b = workers
-    first = await RawClient.connect(a.url)
-    ready = await first.start(tools=[WEATHER_TOOL])
-    await first.send({"type": "response.create", "input": "what is the weather in Paris?"})
-    call = await first.until("response.tool_call")
-    *_, tools = session_keys(ready["session_id"])
+async def _session_with_a_recorded_call(
+    worker: WorkerProcess, redis_url: str
+) -> tuple[RawClient, dict[str, Any], dict[str, Any]]:
+    """A session at ``worker`` with one tool call, once it is in the stored ledger."""
+    client = await RawClient.connect(worker.url)
+    ready = await client.start(tools=[WEATHER_TOOL])
+    await client.send({"type": "response.create", "input": "what is the weather in Paris?"})
+    call = await client.until("response.tool_call")
     store = open_store(redis_url, StoreLimits())
     try:
         for _ in range(500):  # the ledger is written just after the call is queued
@@ -180,6 +177,30 @@ async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
             await asyncio.sleep(0.02)
     finally:
         await store.close()
+    return client, ready, call
+
+
+async def _call_with_a_damaged_ledger(
+    worker: WorkerProcess, redis_url: str
+) -> tuple[RawClient, dict[str, Any], dict[str, Any]]:
+    """A session with one recorded tool call, then its ledger key turned into a string."""
+    client, ready, call = await _session_with_a_recorded_call(worker, redis_url)
+    *_, tools = session_keys(ready["session_id"])
+    await _redis_do(redis_url, "DEL", tools)
+    await _redis_do(redis_url, "SET", tools, "oops")
+    return client, ready, call
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("c:{id}", "[1,{not json"), ("c:{id}", '[1,{"call_id":"x"}]'), ("r:{id}", "{bad")],
+)
+async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
+    field: str, value: str, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    first, ready, call = await _session_with_a_recorded_call(a, redis_url)
+    *_, tools = session_keys(ready["session_id"])
     if field.startswith("r:"):
         await first.send({"type": "tool.result", "call_id": call["call_id"], "output": "8C"})
         await first.until("tool.result.accepted")
@@ -232,6 +253,17 @@ async def test_one_damaged_session_does_not_hold_up_the_others_writes(
     assert a.stats()["store"]["up"] is True
     refused = [line for line in a.lines if "the store refused session" in line]
     assert all(damaged_ready["session_id"] in line for line in refused)
+    # Its ledger reads as damaged, not as a store that is down (which asking again fixes).
+    session_id = damaged_ready["session_id"]
+    assert a.get(f"/usage/{session_id}") == (
+        500,
+        {"error": "the stored usage ledger is unreadable"},
+    )
+    assert a.get(f"/usage/{healthy_ready['session_id']}")[0] == 200
+    for source in (("--store", redis_url), ("--url", a.http)):
+        code, output = await run_cli("usage", session_id, *source)
+        assert code == 1, output
+        assert "unreadable" in output and "Traceback" not in output, output
     # Once the damage is gone, its writes land at the next retry.
     await _redis_do(redis_url, "DEL", usage_key(damaged_ready["session_id"]))
     store = open_store(redis_url, StoreLimits())
@@ -247,3 +279,50 @@ async def test_one_damaged_session_does_not_hold_up_the_others_writes(
     await damaged.close()
     await healthy.close()
     _no_traceback(a)
+
+
+async def test_a_tool_ledger_key_of_another_type_refuses_results_for_good_not_for_now(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, b = workers
+    first, ready, call = await _call_with_a_damaged_ledger(a, redis_url)
+    # Not "store unavailable: resend later": resending gets the same answer.
+    for _ in range(2):
+        await first.send({"type": "tool.result", "call_id": call["call_id"], "output": "8C"})
+        error = await first.until("error")
+        assert error["code"] == "internal_error", error
+        assert "tool-call ledger is unreadable" in error["message"], error
+    first.abort()
+    # A takeover adopts none of its calls and goes on.
+    second = await RawClient.connect(b.url)
+    await second.resume(ready, call["seq"])
+    resumed = await second.until("session.ready")
+    assert resumed["resumed"] is True
+    assert resumed.get("pending_tool_calls", []) == []
+    done = await second.until("response.done")
+    assert (done["response_id"], done["status"]) == (call["response_id"], "failed")
+    await second.send({"type": "response.create", "input": "hello again"})
+    assert (await second.until("response.done"))["status"] == "completed"
+    await second.close()
+    assert any("unreadable at takeover" in line for line in b.lines)
+    _no_traceback(a, b)
+
+
+async def test_a_tool_call_whose_ledger_key_is_of_another_type_still_times_out(
+    redis_url: str,
+) -> None:
+    worker = WorkerProcess("--store", redis_url, *FLAGS, "--tool-timeout", "0.5", name="t")
+    worker.start()
+    try:
+        client, _ready, call = await _call_with_a_damaged_ledger(worker, redis_url)
+        # Closing the call fails on its key: the response still ends, as timed out.
+        done = await client.until("response.done")
+        assert done["response_id"] == call["response_id"], done
+        assert (done["status"], done["reason"]) == ("incomplete", "tool_timeout"), done
+        await client.send({"type": "response.create", "input": "hello again"})
+        assert (await client.until("response.done"))["status"] == "completed"
+        await client.close()
+        assert any("closing tool call" in line for line in worker.lines)
+        _no_traceback(worker)
+    finally:
+        worker.stop()
