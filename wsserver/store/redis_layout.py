@@ -22,9 +22,10 @@ from typing import Any
 
 from wsserver.store.base import SessionRecord, StoredDataUnreadable, ToolCallRecord
 
-_UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError)
+_UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError)
 """What parsing a damaged field raises (``json.JSONDecodeError`` and
-``UnicodeDecodeError`` are value errors; a missing field is a ``KeyError``)."""
+``UnicodeDecodeError`` are value errors; a missing field is a ``KeyError``; JSON
+nested deeper than the parser recurses is a ``RecursionError``)."""
 
 
 def session_tag(session_id: str) -> str:

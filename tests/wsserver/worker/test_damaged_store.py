@@ -193,7 +193,13 @@ async def _call_with_a_damaged_ledger(
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("c:{id}", "[1,{not json"), ("c:{id}", '[1,{"call_id":"x"}]'), ("r:{id}", "{bad")],
+    [
+        ("c:{id}", "[1,{not json"),
+        ("c:{id}", '[1,{"call_id":"x"}]'),
+        ("r:{id}", "{bad"),
+        # Nested deeper than json.loads recurses: a RecursionError, not a value error.
+        ("c:{id}", "[1," + "[" * 100_000 + "]" * 100_000 + "]"),
+    ],
 )
 async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
     field: str, value: str, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
