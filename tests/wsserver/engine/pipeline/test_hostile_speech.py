@@ -21,6 +21,10 @@ from wsserver.engine.pipeline.speech_http import SpeechEndpoint
 TRICKLE_SECONDS = 0.05
 """Between two bytes of a trickling answer: well inside the read timeout, forever."""
 
+CONNECT_SECONDS = 2.0
+"""Loopback connects at once, but a loaded machine can hold the loop past half a second:
+these tests are about reads, so connecting gets room (the call's deadline grows with it)."""
+
 
 class _Trickle:
     """Answers every request with ``head`` at once, then ``body`` one byte at a time."""
@@ -69,7 +73,7 @@ def _json_head(length: int) -> bytes:
 
 async def _transcribe(url: str) -> str:
     stt = OpenAISpeechToText(
-        SpeechEndpoint(url, "whisper-1", connect_timeout=0.5, read_timeout=0.5)
+        SpeechEndpoint(url, "whisper-1", connect_timeout=CONNECT_SECONDS, read_timeout=0.5)
     )
     try:
         (transcript,) = [t async for t in stt.transcribe(b"\x00\x00" * 1600, 16000)]
@@ -117,7 +121,9 @@ async def test_a_synthesis_that_trickles_fails_within_a_bound(
     server = _Trickle(head, b"\x00" * 100_000, TRICKLE_SECONDS)
     trickle.append(server)
     tts = OpenAITextToSpeech(
-        SpeechEndpoint(await server.url(), "kokoro", connect_timeout=0.5, read_timeout=0.5),
+        SpeechEndpoint(
+            await server.url(), "kokoro", connect_timeout=CONNECT_SECONDS, read_timeout=0.5
+        ),
         voice="af",
         response_format="pcm",
     )
@@ -187,7 +193,9 @@ async def test_a_synthesis_whose_headers_or_error_trickle_fails_within_a_bound(
         server = _Trickle(head, message, TRICKLE_SECONDS)
     trickle.append(server)
     tts = OpenAITextToSpeech(
-        SpeechEndpoint(await server.url(), "kokoro", connect_timeout=0.5, read_timeout=0.5)
+        SpeechEndpoint(
+            await server.url(), "kokoro", connect_timeout=CONNECT_SECONDS, read_timeout=0.5
+        )
     )
 
     async def speak() -> None:
