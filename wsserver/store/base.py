@@ -16,7 +16,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 from protocol.usage import Usage
@@ -75,9 +75,31 @@ class ResponseUsage:
 
     @classmethod
     def from_json(cls, raw: str | bytes) -> ResponseUsage:
-        """Inverse of :meth:`to_json`."""
+        """Inverse of :meth:`to_json`.
+
+        Raises ``ValueError``, ``KeyError`` or ``RecursionError`` for an entry that is
+        not one: every field is checked, so a damaged entry never reaches the sums.
+        """
         data = json.loads(raw)
-        return cls(data["response_id"], data["status"], data["reason"], Usage(**data["usage"]))
+        if type(data) is not dict:
+            raise ValueError("a usage entry is a JSON object")
+        response_id, status, reason = data["response_id"], data["status"], data["reason"]
+        counts = data["usage"]
+        if type(response_id) is not str or type(status) is not str:
+            raise ValueError("a usage entry's response id and status are text")
+        if reason is not None and type(reason) is not str:
+            raise ValueError("a usage entry's reason is text or null")
+        if (
+            type(counts) is not dict
+            or not set(counts) <= _USAGE_COUNTS
+            or not all(type(count) is int and count >= 0 for count in counts.values())
+        ):
+            raise ValueError("a usage entry's counts are whole numbers of its known kinds")
+        return cls(response_id, status, reason, Usage(**counts))
+
+
+_USAGE_COUNTS = frozenset(item.name for item in fields(Usage))
+"""The counts a usage entry may hold."""
 
 
 def ledger_totals(entries: Sequence[ResponseUsage]) -> Usage:
@@ -137,16 +159,30 @@ class ToolCallRecord:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
-        """Inverse of :meth:`to_dict`."""
+        """Inverse of :meth:`to_dict`.
+
+        Raises ``KeyError``, ``TypeError`` or ``ValueError`` for a field that is missing
+        or not of its type: a stored entry is checked here, so that whoever adopts the
+        call can trust its fields.
+        """
+        texts = [data["call_id"], data["response_id"], data["name"], data["arguments"]]
+        optional = [data.get("output"), data.get("error")]
+        if not all(type(value) is str for value in texts) or not all(
+            value is None or type(value) is str for value in optional
+        ):
+            raise TypeError("a tool call's ids, name, arguments and outcome are text")
+        created_at = data.get("created_at", 0.0)
+        if type(created_at) not in (int, float):
+            raise TypeError("a tool call's created_at is a number")
         return cls(
-            call_id=data["call_id"],
-            response_id=data["response_id"],
-            name=data["name"],
-            arguments=data["arguments"],
+            call_id=texts[0],
+            response_id=texts[1],
+            name=texts[2],
+            arguments=texts[3],
             status=ToolCallStatus(data.get("status", ToolCallStatus.PENDING)),
-            output=data.get("output"),
-            error=data.get("error"),
-            created_at=float(data.get("created_at", 0.0)),
+            output=optional[0],
+            error=optional[1],
+            created_at=float(created_at),
         )
 
 

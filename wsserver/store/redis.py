@@ -311,7 +311,7 @@ class RedisSessionStore:
         for raw in entries:
             try:
                 usage.append(ResponseUsage.from_json(raw))
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            except (KeyError, TypeError, ValueError, RecursionError) as exc:
                 # A damaged entry is left out of the ledger, not the whole ledger.
                 log.error("usage ledger of %s: an entry left out (%r)", session_id, exc)
         return usage

@@ -263,7 +263,12 @@ class SessionManager:
             runtime.lost_after_seq = stream.last_seq
         self.sessions[session_id] = runtime
         self.takeovers += 1
-        await self._adopt_tool_calls(runtime, lost)
+        try:
+            await self._adopt_tool_calls(runtime, lost)
+        except Exception as exc:
+            # Whatever a damaged ledger does to the adoption, the lost response still
+            # ends below (invariant 2); results for calls not adopted get an answer.
+            log.error("tool calls of %s not adopted at takeover: %r", session_id, exc)
         if lost is not None:
             # The old owner is dead (no lease) or was overtaken; either way it is done.
             reason = "session_moved" if claimed.owner_live else "worker_lost"
@@ -312,9 +317,10 @@ class SessionManager:
                 call.arguments = json.loads(record.arguments)
                 if record.status is ToolCallStatus.COMPLETED and record.output is not None:
                     call.output = json.loads(record.output)
-            except (TypeError, ValueError) as exc:
-                # A damaged call is left out (its result is then an unknown call's);
-                # the takeover and the session's other calls go on.
+            except (TypeError, ValueError, RecursionError) as exc:
+                # A damaged call (or one nested deeper than the parser recurses) is
+                # left out (its result is then an unknown call's); the takeover and
+                # the session's other calls go on.
                 log.error("tool call %s of %s left out: %r", record.call_id, session_id, exc)
                 continue
             if record.status is ToolCallStatus.PENDING:

@@ -68,6 +68,7 @@ META_DAMAGE = {
     "conversation not JSON": ("conversation", b"{not json"),
     "conversation not an object": ("conversation", b"[]"),
     "stream not JSON": ("stream", b"nope"),
+    "conversation nested too deep": ("conversation", b"[" * 100_000 + b"]" * 100_000),
     "epoch not a number": ("epoch", b"abc"),
     "epoch not whole": ("epoch", b"1.5"),
     "created_at not a number": ("created_at", b"yesterday"),
@@ -152,6 +153,11 @@ def _call(call_id: str) -> ToolCallRecord:
         ("c:{id}", b'["x", {}]'),
         ("r:{id}", b"{bad"),
         ("r:{id}", b'{"status": "exploded"}'),
+        # JSON, but a field of another type: the entry's reader checks them all.
+        ("c:{id}", b'[1,{"call_id":"call_b","response_id":"r","name":5,"arguments":"{}"}]'),
+        ("c:{id}", b'[1,{"call_id":"call_b","response_id":"r","name":"w","arguments":{}}]'),
+        ("r:{id}", b'{"status":"completed","output":5}'),
+        ("r:{id}", b'{"status":"completed","output":null,"error":["x"]}'),
     ],
 )
 async def test_a_damaged_tool_call_is_left_out_of_the_ledger_alone(
@@ -189,6 +195,9 @@ async def test_a_damaged_usage_entry_is_left_out_of_the_ledger_alone(
     entry = ResponseUsage("resp_1", "completed", None, Usage(3, 5, 5))
     await store.record_usage("d5", entry)
     await raw.rpush(usage_key("d5"), b"{bad", b'{"response_id": "r"}', b"[]")
+    wrong = b'{"response_id":"r","status":"completed","reason":null,"usage":{"input_tokens":"5"}}'
+    deep = b'{"usage":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    await raw.rpush(usage_key("d5"), wrong, deep, b"\xff")
     assert await store.usage("d5") == [entry]
 
 

@@ -68,7 +68,14 @@ async def _resumed_locally(a: WorkerProcess, ready: dict[str, Any], seqs: list[i
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("created_at", "yesterday"), ("token_hash", b"\xff\xfe"), ("principal", b"\xff")],
+    [
+        ("created_at", "yesterday"),
+        ("token_hash", b"\xff\xfe"),
+        ("principal", b"\xff"),
+        # Nested deeper than json.loads recurses: a RecursionError, read as damage.
+        ("conversation", "[" * 100_000 + "]" * 100_000),
+        ("stream", '{"last_seq":' + "[" * 100_000 + "]" * 100_000 + "}"),
+    ],
 )
 async def test_a_damaged_record_is_unknown_elsewhere_and_served_by_its_owner(
     field: str, value: Any, workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
@@ -199,6 +206,18 @@ async def _call_with_a_damaged_ledger(
         ("r:{id}", "{bad"),
         # Nested deeper than json.loads recurses: a RecursionError, not a value error.
         ("c:{id}", "[1," + "[" * 100_000 + "]" * 100_000 + "]"),
+        # Reads as JSON, but a field is not of its type.
+        ("c:{id}", '[1,{"call_id":"@ID@","response_id":"@RESPONSE@","name":5,"arguments":"{}"}]'),
+        ("c:{id}", '[1,{"call_id":"@ID@","response_id":null,"name":"w","arguments":"{}"}]'),
+        ("r:{id}", '{"status":"completed","output":["8C"],"error":null}'),
+        # Arguments that read as text, but nest deeper than the parser recurses.
+        (
+            "c:{id}",
+            '[1,{"call_id":"@ID@","response_id":"@RESPONSE@","name":"get_weather","arguments":"'
+            + "[" * 100_000
+            + "]" * 100_000
+            + '"}]',
+        ),
     ],
 )
 async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
@@ -211,6 +230,7 @@ async def test_a_damaged_tool_call_is_left_out_and_the_takeover_goes_on(
         await first.send({"type": "tool.result", "call_id": call["call_id"], "output": "8C"})
         await first.until("tool.result.accepted")
     first.abort()
+    value = value.replace("@ID@", call["call_id"]).replace("@RESPONSE@", call["response_id"])
     await _redis_do(redis_url, "HSET", tools, field.format(id=call["call_id"]), value)
     second = await RawClient.connect(b.url)
     await second.resume(ready, call["seq"])
@@ -284,6 +304,38 @@ async def test_one_damaged_session_does_not_hold_up_the_others_writes(
         await store.close()
     await damaged.close()
     await healthy.close()
+    _no_traceback(a)
+
+
+WRONG_TYPED_USAGE = [
+    '{"response_id":"resp_x","status":"completed","reason":null,"usage":{"input_tokens":"5"}}',
+    '{"response_id":null,"status":"completed","reason":null,"usage":{}}',
+    '{"response_id":"resp_x","status":["completed"],"reason":null,"usage":{}}',
+    '{"response_id":"resp_x","status":"completed","reason":7,"usage":{}}',
+    '{"response_id":"resp_x","status":"completed","reason":null,"usage":{"bogus":1}}',
+    '{"response_id":"resp_x","status":"completed","reason":null,"usage":{"input_tokens":-3}}',
+    '{"response_id":"resp_x","status":"completed","reason":null,"usage":[1,2]}',
+    '{"usage":' + "[" * 100_000 + "]" * 100_000 + "}",
+]
+"""Usage entries that read as JSON but are not usage entries (each a field of another type)."""
+
+
+async def test_a_usage_entry_of_wrong_types_is_left_out_of_the_report(
+    workers: tuple[WorkerProcess, WorkerProcess], redis_url: str
+) -> None:
+    a, _b = workers
+    ready, _seqs = await answered_on(a.url, redis_url)
+    session_id = ready["session_id"]
+    await eventually(lambda: len(a.get(f"/usage/{session_id}")[1]["responses"]) == 1, timeout=10)
+    status, before = a.get(f"/usage/{session_id}")
+    await _redis_do(redis_url, "RPUSH", usage_key(session_id), *WRONG_TYPED_USAGE)
+    # The readable entry still counts; each damaged one is left out (and logged).
+    assert a.get(f"/usage/{session_id}") == (status, before)
+    for source in (("--store", redis_url), ("--url", a.http)):
+        code, output = await run_cli("usage", session_id, *source)
+        assert code == 0, output
+        assert before["responses"][0]["response_id"] in output and "resp_x" not in output, output
+    assert sum("an entry left out" in line for line in a.lines) >= len(WRONG_TYPED_USAGE)
     _no_traceback(a)
 
 
