@@ -16,7 +16,7 @@ from typing import Any
 
 import msgpack
 
-from protocol.audio_frame import MAX_STREAM_ID
+from protocol.audio_frame import MAX_STREAM_ID, response_stream_id
 from protocol.events import AUDIO_DELTA, Event, event_from_message
 from protocol.json_value import NotJsonData, check_json_data
 from wsserver.store.base import LogSlice
@@ -82,15 +82,10 @@ def _encodable(message: dict[str, Any]) -> bool:
 
     Msgpack holds what JSON cannot (bytes, ext types, non-string keys, NaN): written by
     this server such a value is only ever an audio event's PCM, which travels in its
-    own binary frame.
+    own binary frame (and is checked as a frame's reader checks it).
     """
     if message["type"] == AUDIO_DELTA:
-        stream_id = message.get("stream_id")
-        if (
-            not isinstance(message.get("audio"), bytes)
-            or type(stream_id) is not int
-            or not 0 <= stream_id <= MAX_STREAM_ID
-        ):
+        if not _as_written(message):
             return False
         message = {key: value for key, value in message.items() if key != "audio"}
     try:
@@ -98,6 +93,21 @@ def _encodable(message: dict[str, Any]) -> bool:
     except NotJsonData:
         return False
     return True
+
+
+def _as_written(audio_delta: dict[str, Any]) -> bool:
+    """Whether an audio delta is as this server writes one: whole PCM16 samples, on its
+    own response's stream (a client rejects a frame that is not)."""
+    audio, stream_id = audio_delta.get("audio"), audio_delta.get("stream_id")
+    response_id = audio_delta.get("response_id")
+    if not isinstance(audio, bytes) or len(audio) % 2 or type(stream_id) is not int:
+        return False
+    if not isinstance(response_id, str) or not 0 <= stream_id <= MAX_STREAM_ID:
+        return False
+    try:
+        return stream_id == response_stream_id(response_id)
+    except ValueError:
+        return False
 
 
 def first_hole(stored: StoredLog, missing_from: int) -> tuple[int, int] | None:

@@ -177,6 +177,19 @@ def _entry(seq: int, **fields: Any) -> dict[bytes, bytes]:
     return {b"p": msgpack.packb(message, use_bin_type=True)}
 
 
+def _audio(seq: int, response_id: str | None, stream_id: int, pcm: bytes) -> dict[bytes, bytes]:
+    """A stored audio delta of ``seq``."""
+    message = {
+        "type": "response.audio.delta",
+        "seq": seq,
+        "response_id": response_id,
+        "stream_id": stream_id,
+        "audio": pcm,
+        "duration_ms": 20.0,
+    }
+    return {b"p": msgpack.packb(message, use_bin_type=True)}
+
+
 DAMAGE: dict[str, Callable[[int], dict[bytes, bytes]]] = {
     "garbage": lambda seq: {b"p": b"\xc1\xc1\xc1"},
     "wrong shape": lambda seq: {b"p": msgpack.packb(["response.text.delta", seq])},
@@ -199,6 +212,9 @@ DAMAGE: dict[str, Callable[[int], dict[bytes, bytes]]] = {
             }
         )
     },
+    "audio of half a sample": lambda seq: _audio(seq, "resp_1", 1, b"\x00\x00\x00"),
+    "audio on another response's stream": lambda seq: _audio(seq, "resp_1", 2, b"\x00\x00"),
+    "audio of no response": lambda seq: _audio(seq, None, 1, b"\x00\x00"),
     "audio of no stream": lambda seq: {
         b"p": msgpack.packb(
             {
