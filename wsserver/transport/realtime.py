@@ -317,13 +317,21 @@ class RealtimeConnection(Connection):
                 # Taken over from a stored log trimmed inside a response: no quiet point
                 # to rebuild from (the same worker refuses this as replay_unavailable too).
                 raise ResumeRefused(ErrorCode.REPLAY_UNAVAILABLE, "the replay starts mid-answer")
-            check_seen(
-                DialectState(config), (event.to_message() for event in history), request.seen
-            )
+            messages = [event.to_message() for event in history]
+            check_seen(DialectState(config), messages, request.seen)
+            # The whole replay, past the seen event too: one the translation cannot
+            # take (a damaged stored entry) is refused here, before a takeover claims
+            # the session, not as a failing writer after it.
+            state = DialectState(config)
+            for message in messages:
+                translate_event(state, message)
         except ResumeRequestInvalid as invalid:
             return invalid.code, invalid.message
         except ResumeRefused as refused:
             return refused.code.value, refused.message
+        except Exception as exc:
+            log.error("replay of %s does not translate: %r", session.session_id, exc)
+            return ErrorCode.REPLAY_UNAVAILABLE.value, "the stored replay log is unreadable"
         return None
 
     def start_replay(self, events: list[Event]) -> bool:

@@ -76,7 +76,8 @@ def with_native_settings(config: SessionConfig, settings: Mapping[str, Any]) -> 
         changes["instructions"] = instructions
     tools = settings.get("tools")
     if isinstance(tools, list):
-        changes["tools"] = tuple(_tool_spec(config, tool) for tool in tools)
+        specs = (_tool_spec(config, tool) for tool in tools)
+        changes["tools"] = tuple(spec for spec in specs if spec is not None)
     audio = settings.get("audio")
     if isinstance(audio, Mapping):
         changes["output_modalities"] = ("audio",) if audio.get("output", True) else ("text",)
@@ -84,12 +85,17 @@ def with_native_settings(config: SessionConfig, settings: Mapping[str, Any]) -> 
     return config.updated(**changes)
 
 
-def _tool_spec(config: SessionConfig, tool: Any) -> ToolSpec:
-    if isinstance(tool, str):
-        # session.updated names the tools: the specs are the ones the client sent.
-        known = next((spec for spec in config.tools if spec.name == tool), None)
-        return known or ToolSpec(name=tool)
-    return ToolSpec.model_validate(tool)
+def _tool_spec(config: SessionConfig, tool: Any) -> ToolSpec | None:
+    """The spec of one tool in force; ``None`` for one that is no tool (a damaged
+    stored event: the rest of the settings still hold)."""
+    try:
+        if isinstance(tool, str):
+            # session.updated names the tools: the specs are the ones the client sent.
+            known = next((spec for spec in config.tools if spec.name == tool), None)
+            return known or ToolSpec(name=tool)
+        return ToolSpec.model_validate(tool)
+    except ValidationError:
+        return None
 
 
 def _detection(value: Any) -> TurnDetection | None:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import msgpack
 import pytest
 import redis.asyncio as aioredis
 from websockets.asyncio.client import ClientConnection, connect
@@ -17,6 +18,7 @@ from websockets.exceptions import ConnectionClosed
 
 from tests.processes import WorkerProcess
 from tests.redis_server import RedisServer
+from tests.wsserver.worker.damaged_store import damage_log_entry
 from wsserver.frontdoor.api_keys import key_line, new_api_key
 from wsserver.store.redis_layout import session_keys
 
@@ -132,3 +134,60 @@ async def test_a_long_answer_cut_and_resumed_on_another_worker_is_whole_or_refus
     assert len(ids) == len(set(ids)), "an event was sent twice"
     assert [e["type"] for e in seen + rest].count("response.done") == 1
     assert text_of(seen + rest) == text_of(uncut)
+
+
+WEATHER = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+
+
+@pytest.mark.parametrize("tools", [[5], [{}], [{"name": 1}], ["not a name!"]])
+async def test_a_stored_settings_event_whose_tools_are_no_tools_resumes_without_them(
+    tools: list[Any], pair: Pair
+) -> None:
+    """The old owner's ``session.updated`` in the stored log names tools that are no
+    tools (damaged by hand): the new owner's translation leaves those out and the
+    resume goes on, instead of a writer that fails after the claim (1011 every time)."""
+    ws = await pair.connect(pair.a)
+    created = await receive(ws)
+    seen = await receive(ws)
+    update = {"type": "session.update", "session": {"type": "realtime", "tools": [WEATHER]}}
+    await ws.send(json.dumps(update))
+    updated = await receive(ws)
+    while updated["type"] != "session.updated" or not updated["session"]["tools"]:
+        updated = await receive(ws)
+    ws.transport.abort()
+    session_id = created["resume"]["session_id"]
+    seq = int(updated["event_id"].split("_")[1])
+    await stored(pair, session_id, seq)
+    log = session_keys(session_id)[1]
+    store = aioredis.from_url(pair.redis_url)
+    try:
+        ((_id, fields),) = await store.xrange(log, min=f"{seq}-0", max=f"{seq}-0")
+        native = msgpack.unpackb(fields[b"p"])
+        assert native["type"] == "session.updated" and native["tools"] == ["get_weather"], native
+    finally:
+        await store.aclose()
+    native["tools"] = tools
+    await damage_log_entry(pair.redis_url, session_id, seq, {b"p": msgpack.packb(native)})
+    resume = {
+        "X-Wsserver-Session": session_id,
+        "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+        "X-Wsserver-Last-Event-Id": seen["event_id"],
+    }
+    for _ in range(2):  # and again: the first resume left nothing broken behind
+        moved = await pair.connect(pair.b, **resume)
+        replayed = await receive(moved)
+        while replayed["type"] != "session.updated":
+            assert replayed["type"] != "error", replayed
+            replayed = await receive(moved)
+        assert replayed["event_id"] == updated["event_id"]
+        assert replayed["session"]["tools"] == []
+        moved.transport.abort()  # a cut, not a close: the session stays resumable
+    # The session goes on at its new owner.
+    moved = await pair.connect(pair.b, **resume)
+    await ask(moved)
+    event = await receive(moved)
+    while event["type"] != "response.done":
+        assert event["type"] != "error", event
+        event = await receive(moved)
+    assert event["response"]["status"] == "completed"
+    await moved.close()

@@ -8,6 +8,7 @@ from typing import Any
 from protocol import messages as native
 from protocol.dialects.realtime.client_events import Translation, translate_client_event
 from protocol.dialects.realtime.server_events import translate_event
+from protocol.dialects.realtime.session_config import SessionConfig, with_native_settings
 from tests.protocol.dialects.realtime.scenarios import TOOL_CALL, voice_state
 
 
@@ -271,3 +272,17 @@ def test_an_error_for_a_request_sent_with_the_dialects_id_names_the_clients() ->
     (error,) = translate_event(state, refused)
     assert error["error"]["event_id"] == "a"
     assert list(state.pending) == ["rt_1"]
+
+
+def test_settings_whose_tools_are_no_tools_keep_the_readable_ones() -> None:
+    # A damaged stored session.updated: each entry that is no tool is left out, the
+    # rest of its settings (and the tools that read) still hold.
+    weather = native.ToolSpec(name="get_weather")
+    config = SessionConfig("sess_1", "m", tools=(weather,))
+    settings = {
+        "instructions": "be brief",
+        "tools": [5, {}, {"name": 1}, "not a name!", "get_weather"],
+    }
+    updated = with_native_settings(config, settings)
+    assert updated.tools == (weather,)
+    assert updated.instructions == "be brief"
