@@ -14,6 +14,7 @@ import enum
 import hashlib
 import hmac
 import json
+import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
@@ -92,11 +93,17 @@ class ResponseUsage:
         if (
             type(counts) is not dict
             or not set(counts) <= _USAGE_COUNTS
-            or not all(type(count) is int and count >= 0 for count in counts.values())
+            or not all(
+                type(count) is int and 0 <= count <= MAX_USAGE_COUNT for count in counts.values()
+            )
         ):
             raise ValueError("a usage entry's counts are whole numbers of its known kinds")
         return cls(response_id, status, reason, Usage(**counts))
 
+
+MAX_USAGE_COUNT = 2**63 - 1
+"""The most a usage entry counts of anything: far above any response; a sum of a whole
+ledger of such counts still prints (Python refuses to print integers of 4300+ digits)."""
 
 _USAGE_COUNTS = frozenset(item.name for item in fields(Usage))
 """The counts a usage entry may hold."""
@@ -172,8 +179,8 @@ class ToolCallRecord:
         ):
             raise TypeError("a tool call's ids, name, arguments and outcome are text")
         created_at = data.get("created_at", 0.0)
-        if type(created_at) not in (int, float):
-            raise TypeError("a tool call's created_at is a number")
+        if type(created_at) not in (int, float) or not math.isfinite(created_at):
+            raise TypeError("a tool call's created_at is a finite number")
         return cls(
             call_id=texts[0],
             response_id=texts[1],

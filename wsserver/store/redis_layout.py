@@ -22,10 +22,19 @@ from typing import Any
 
 from wsserver.store.base import SessionRecord, StoredDataUnreadable, ToolCallRecord
 
-_UNREADABLE = (KeyError, IndexError, TypeError, ValueError, AttributeError, RecursionError)
+_UNREADABLE = (
+    KeyError,
+    IndexError,
+    TypeError,
+    ValueError,
+    AttributeError,
+    RecursionError,
+    OverflowError,
+)
 """What parsing a damaged field raises (``json.JSONDecodeError`` and
 ``UnicodeDecodeError`` are value errors; a missing field is a ``KeyError``; JSON
-nested deeper than the parser recurses is a ``RecursionError``)."""
+nested deeper than the parser recurses is a ``RecursionError``; a number too big for
+a float, or an infinity made an int, is an ``OverflowError``)."""
 
 
 def session_tag(session_id: str) -> str:
@@ -101,7 +110,11 @@ def tool_call_order(call: bytes) -> int:
     Raises :class:`StoredDataUnreadable` for an entry that does not read back.
     """
     try:
-        return int(json.loads(call)[0])
+        order = json.loads(call)[0]
+        if type(order) is not int:
+            # The ledger's script writes a whole number; 1e400 or 1.5 is damage.
+            raise TypeError(f"order {order!r} is not a whole number")
+        return order
     except _UNREADABLE as exc:
         raise StoredDataUnreadable(f"tool-call ledger entry: {exc!r}") from None
 

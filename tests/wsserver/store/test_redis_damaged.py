@@ -158,6 +158,21 @@ def _call(call_id: str) -> ToolCallRecord:
         ("c:{id}", b'[1,{"call_id":"call_b","response_id":"r","name":"w","arguments":{}}]'),
         ("r:{id}", b'{"status":"completed","output":5}'),
         ("r:{id}", b'{"status":"completed","output":null,"error":["x"]}'),
+        # An order that is no whole number (int() of infinity is an OverflowError).
+        ("c:{id}", b'[1e400,{"call_id":"call_b","response_id":"r","name":"w","arguments":"{}"}]'),
+        ("c:{id}", b"[-Infinity,{}]"),
+        # A creation time no float holds, or no finite one.
+        (
+            "c:{id}",
+            b'[1,{"call_id":"call_b","response_id":"r","name":"w","arguments":"{}",'
+            b'"created_at":' + b"9" * 400 + b"}]",
+        ),
+        (
+            "c:{id}",
+            b'[1,{"call_id":"call_b","response_id":"r","name":"w","arguments":"{}",'
+            b'"created_at":1e400}]',
+        ),
+        ("c:{id}", b'[1.5,{"call_id":"call_b","response_id":"r","name":"w","arguments":"{}"}]'),
     ],
 )
 async def test_a_damaged_tool_call_is_left_out_of_the_ledger_alone(
@@ -197,7 +212,9 @@ async def test_a_damaged_usage_entry_is_left_out_of_the_ledger_alone(
     await raw.rpush(usage_key("d5"), b"{bad", b'{"response_id": "r"}', b"[]")
     wrong = b'{"response_id":"r","status":"completed","reason":null,"usage":{"input_tokens":"5"}}'
     deep = b'{"usage":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
-    await raw.rpush(usage_key("d5"), wrong, deep, b"\xff")
+    # A count of 4300 digits parses, but a sum of two of them no longer prints.
+    huge = b'{"response_id":"r","status":"completed","reason":null,"usage":{"input_tokens":'
+    await raw.rpush(usage_key("d5"), wrong, deep, b"\xff", huge + b"9" * 4300 + b"}}")
     assert await store.usage("d5") == [entry]
 
 

@@ -316,6 +316,10 @@ WRONG_TYPED_USAGE = [
     '{"response_id":"resp_x","status":"completed","reason":null,"usage":{"input_tokens":-3}}',
     '{"response_id":"resp_x","status":"completed","reason":null,"usage":[1,2]}',
     '{"usage":' + "[" * 100_000 + "]" * 100_000 + "}",
+    # Parses, but the report's sum of it would have more digits than Python prints.
+    '{"response_id":"resp_x","status":"completed","reason":null,"usage":{"input_tokens":'
+    + "9" * 4300
+    + "}}",
 ]
 """Usage entries that read as JSON but are not usage entries (each a field of another type)."""
 
