@@ -127,6 +127,7 @@ def test_a_spoken_turn_is_heard_answered_aloud_and_talking_over_it_drops_the_aud
     # are a new turn, with an answer that may be too short to talk over: then the user
     # asks for another story, and tries again while that one plays.
     cut: list[dict[str, Any]] = []
+    tried: list[list[dict[str, Any]]] = []  # each try's flushes, for the failure message
     for _ in range(5):
         if not audio_ahead(browser, 500, 45):
             say(browser, spoken("Please tell me a long story about a dragon."))
@@ -138,9 +139,10 @@ def test_a_spoken_turn_is_heard_answered_aloud_and_talking_over_it_drops_the_aud
             partial(flushes_reported, browser, before),
             60,
         )
+        tried.append(flushes)
         cut = [f for f in flushes if f["dropped"] > 0]
         if cut:
             break
-    assert cut, "talking over the playing answer dropped nothing it had queued"
+    assert cut, ("talking over the playing answer dropped nothing it had queued", tried)
     assert all(f["nextPlayed"] == 0 for f in cut), cut
     assert browser.execute_script("return window.demo.probe.errors") == []
