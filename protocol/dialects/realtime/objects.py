@@ -126,7 +126,8 @@ def status_details(status: str, reason: Any, error: Any) -> dict[str, Any] | Non
     if status in ("interrupted", "cancelled"):
         return {
             "type": "cancelled",
-            "reason": _CANCEL_REASONS.get(reason, "client_cancelled"),
+            # A reason of another type (a damaged stored event) is no known one.
+            "reason": _CANCEL_REASONS.get(_text(reason) or "", "client_cancelled"),
             "error": None,
         }
     if status == "incomplete":

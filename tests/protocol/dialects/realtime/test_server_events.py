@@ -94,6 +94,20 @@ def test_malformed_or_unknown_native_events_become_nothing() -> None:
     assert state.responses == {}
 
 
+@pytest.mark.parametrize("status", ["interrupted", "cancelled", "incomplete", "failed"])
+@pytest.mark.parametrize("reason", [["x"], {"a": 1}, 5, None])
+def test_an_ending_whose_reason_is_not_text_is_a_plain_one(status: str, reason: Any) -> None:
+    # A damaged stored event: a reason of another type is no known reason.
+    state = text_state()
+    translate_event(state, {"type": "response.created", "seq": 1, "response_id": "resp_1"})
+    message = {"type": "response.done", "seq": 2, "response_id": "resp_1", "status": status}
+    (done,) = translate_event(state, {**message, "reason": reason})
+    details = done["response"]["status_details"]
+    json.dumps(done, allow_nan=False)
+    if status in ("interrupted", "cancelled"):
+        assert details["reason"] == "client_cancelled", details
+
+
 def test_usage_in_the_realtime_shape() -> None:
     events = translate_all("text_turn")
     usage = events[-1]["response"]["usage"]
