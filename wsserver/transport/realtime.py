@@ -348,13 +348,20 @@ class RealtimeConnection(Connection):
         if not self._resume_vetted:
             refusal = self._resume_refusal(runtime.session, runtime.acked_seq)
         self._resume = None
+        history: list[Event] = []
+        if refusal is None:
+            try:
+                history = runtime.session.replay_after(runtime.acked_seq)
+            except ResumeRefused as refused:
+                # Vetted, but the previous connection's queued events were numbered into
+                # the replay at its detach since, and pushed the quiet point out.
+                refusal = refused.code.value, refused.message
         if refusal is not None:
             # Attached already: leave the session resumable as it was, refuse this one.
             self.runtime = None
             runtime.detach(self, Departure.LOST, reason="resume_refused")
             self._refuse_resume(*refusal)
             return False
-        history = runtime.session.replay_after(runtime.acked_seq)
         self._skip_to = request.seen
         if request.seen is not None:
             dialect.written = (request.seen.seq, request.seen.index)
