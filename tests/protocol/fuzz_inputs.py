@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgpack
@@ -138,19 +139,19 @@ def nested(depth: int, leaf: Any = 0) -> Any:
     return value
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+def value_paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     """Every path into ``value``: its fields, their items, down to the leaves."""
     paths = [prefix]
     if isinstance(value, dict):
         for key, item in value.items():
-            paths += _paths(item, (*prefix, key))
+            paths += value_paths(item, (*prefix, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            paths += _paths(item, (*prefix, index))
+            paths += value_paths(item, (*prefix, index))
     return paths
 
 
-def _like(old: Any, packable: bool) -> st.SearchStrategy[Any]:
+def values_like(old: Any, packable: bool) -> st.SearchStrategy[Any]:
     """Values of the same kind as ``old``: they get past type checks to the bounds.
 
     ``packable``: only what msgpack can carry (UTF-8 text, 64-bit integers).
@@ -168,9 +169,20 @@ def _like(old: Any, packable: bool) -> st.SearchStrategy[Any]:
     return st.nothing()
 
 
+def field_names(bases: Sequence[dict[str, Any]]) -> list[str]:
+    """Every field name used at any depth in ``bases``: the names an added field takes."""
+    return sorted(
+        {p[-1] for base in bases for p in value_paths(base) if p and isinstance(p[-1], str)}
+    )
+
+
 @st.composite
-def mutated_messages(draw: st.DrawFn, encoding: Literal["json", "msgpack"]) -> dict[Any, Any]:
-    """A valid message of any type with one to three edits at any depth.
+def mutated_messages(
+    draw: st.DrawFn,
+    encoding: Literal["json", "msgpack"],
+    bases: Sequence[dict[str, Any]] = VALID,
+) -> dict[Any, Any]:
+    """A message of ``bases`` (valid ones of any type) with one to three edits at any depth.
 
     An edit replaces a field or item (with a value of the same kind, an arbitrary
     value, or one nested past the limit), removes it, or adds a field beside it.
@@ -179,11 +191,12 @@ def mutated_messages(draw: st.DrawFn, encoding: Literal["json", "msgpack"]) -> d
     packable = encoding == "msgpack"
     values = msgpack_values if packable else json_values
     keys = msgpack_keys if packable else any_text
-    message: dict[Any, Any] = copy.deepcopy(draw(st.sampled_from(VALID)))
+    names = FIELD_NAMES if bases is VALID else field_names(bases)
+    message: dict[Any, Any] = copy.deepcopy(draw(st.sampled_from(list(bases))))
     for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(message)))
+        path = draw(st.sampled_from(value_paths(message)))
         if not path:
-            message[draw(st.sampled_from(FIELD_NAMES) | keys)] = draw(values)
+            message[draw(st.sampled_from(names) | keys)] = draw(values)
             continue
         parent: Any = message
         for part in path[:-1]:
@@ -192,11 +205,11 @@ def mutated_messages(draw: st.DrawFn, encoding: Literal["json", "msgpack"]) -> d
         action = draw(st.sampled_from(["replace", "replace", "delete", "add"]))
         if action == "replace":
             deep = st.integers(60, 70).map(nested)
-            parent[last] = draw(_like(parent[last], packable) | values | deep)
+            parent[last] = draw(values_like(parent[last], packable) | values | deep)
         elif action == "delete":
             del parent[last]
         elif isinstance(parent, dict):
-            parent[draw(st.sampled_from(FIELD_NAMES) | keys)] = draw(values)
+            parent[draw(st.sampled_from(names) | keys)] = draw(values)
         else:
             parent.append(draw(values))
     return message
