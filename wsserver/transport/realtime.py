@@ -35,7 +35,7 @@ from protocol.dialects.realtime.resume import (
     TOKEN_HEADER,
     ResumeRequest,
     ResumeRequestInvalid,
-    check_seen,
+    check_replay,
     resume_request,
 )
 from protocol.dialects.realtime.server_events import (
@@ -317,14 +317,11 @@ class RealtimeConnection(Connection):
                 # Taken over from a stored log trimmed inside a response: no quiet point
                 # to rebuild from (the same worker refuses this as replay_unavailable too).
                 raise ResumeRefused(ErrorCode.REPLAY_UNAVAILABLE, "the replay starts mid-answer")
-            messages = [event.to_message() for event in history]
-            check_seen(DialectState(config), messages, request.seen)
             # The whole replay, past the seen event too: one the translation cannot
             # take (a damaged stored entry) is refused here, before a takeover claims
             # the session, not as a failing writer after it.
-            state = DialectState(config)
-            for message in messages:
-                translate_event(state, message)
+            messages = [event.to_message() for event in history]
+            check_replay(DialectState(config), messages, request.seen)
         except ResumeRequestInvalid as invalid:
             return invalid.code, invalid.message
         except ResumeRefused as refused:

@@ -110,20 +110,29 @@ def resume_request(headers: Mapping[str, str], query: str) -> ResumeRequest | No
     return ResumeRequest(session_id, token, seen)
 
 
-def check_seen(
+def check_replay(
     state: DialectState, events: Iterable[dict[str, Any]], seen: EventPosition | None
 ) -> None:
-    """Raise :class:`ResumeRequestInvalid` if ``seen`` names no event these native
-    events (from a quiet point, in seq order) translate to: a client cannot have
-    seen an event the server never sent."""
+    """Translate these native events (from a quiet point, in seq order), all of them,
+    and raise :class:`ResumeRequestInvalid` if ``seen`` names no event they translate
+    to: a client cannot have seen an event the server never sent.
+
+    Any other exception is an event the translation cannot take (a damaged stored
+    entry): the replay cannot be served, past the seen event or before it.
+    """
     if seen is None:
+        for message in events:
+            translate_event(state, message)
         return
+    found = False
     for message in events:
-        if message.get("seq") == seen.seq:
-            if len(translate_event(state, message)) > seen.index:
-                return
-            break
-        translate_event(state, message)
+        seq = message["seq"]
+        if seq > seen.seq and not found:
+            break  # past the seen event's seq: it was never sent
+        if len(translate_event(state, message)) > seen.index and seq == seen.seq:
+            found = True
+    if found:
+        return
     raise ResumeRequestInvalid(
         "invalid_event_id", f"event {session_event_id(seen.seq, seen.index)} was never sent"
     )

@@ -13,7 +13,7 @@ from protocol.dialects.realtime.resume import (
     TOKEN_HEADER,
     ResumeRequest,
     ResumeRequestInvalid,
-    check_seen,
+    check_replay,
     resume_request,
     resume_translation,
 )
@@ -164,9 +164,9 @@ def test_a_seen_event_must_be_one_the_translation_gives() -> None:
     make, events = SCENARIOS["text_turn"]
     full = [out for message in events for out in translate_event(make(), message)]
     for out in full:
-        check_seen(make(), events, parse_event_id(out["event_id"]))
-    check_seen(make(), events, None)
+        check_replay(make(), events, parse_event_id(out["event_id"]))
+    check_replay(make(), events, None)
     for never in ("event_2_4", "event_5_0", "event_1_1"):
         with pytest.raises(ResumeRequestInvalid) as refused:
-            check_seen(make(), events, parse_event_id(never))
+            check_replay(make(), events, parse_event_id(never))
         assert refused.value.code == "invalid_event_id"
