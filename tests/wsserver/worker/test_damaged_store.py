@@ -16,22 +16,13 @@ import redis.asyncio as redis
 
 from tests.processes import WorkerProcess, eventually
 from tests.wsserver.client.stand_in import run_cli
+from tests.wsserver.tool_specs import WEATHER_TOOL
 from tests.wsserver.wire import RawClient
 from tests.wsserver.worker.conftest import FLAGS
 from tests.wsserver.worker.damaged_store import answered_on, stored_epoch
 from wsserver.store.base import StoreLimits
 from wsserver.store.redis_layout import session_keys, usage_key
 from wsserver.store.selector import open_store
-
-WEATHER_TOOL: dict[str, Any] = {
-    "name": "get_weather",
-    "description": "current weather of a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
 
 
 async def _redis_do(redis_url: str, *command: Any) -> Any:

@@ -16,6 +16,7 @@ from protocol.snapshot import ConversationSnapshot
 from tests.processes import WSSERVER, WorkerProcess, cli_env, eventually
 from tests.redis_server import RedisServer
 from tests.stored_sessions import stored_snapshot_when
+from tests.wsserver.tool_specs import WEATHER_TOOL
 from tests.wsserver.wire import RawClient
 from wsserver.client.session_client import Backoff, SessionClient, SessionClosed
 from wsserver.store.base import StoreLimits
@@ -466,17 +467,6 @@ async def test_voice_session_moves_with_its_audio(start_worker: Any) -> None:
             committed = event
     assert committed["duration_ms"] >= 100
     await client.close()
-
-
-WEATHER_TOOL: dict[str, Any] = {
-    "name": "get_weather",
-    "description": "current weather of a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
 
 
 async def _stored_turns(redis_url: str, session_id: str) -> list[Turn]:

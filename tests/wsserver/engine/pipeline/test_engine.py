@@ -12,6 +12,7 @@ from protocol.conversation import Turn
 from protocol.generation import Transcript
 from tests.wsserver.engine.pipeline.speech_server import SpeechServer
 from tests.wsserver.speech_models import piper_voice, rms, spoken, whisper_model, word_errors
+from tests.wsserver.tool_specs import WEATHER_TOOL
 from tests.wsserver.wire import wait_until
 from wsserver.engine.base import EngineOverloaded, FinishReason, GenerationRequest, OutputChunk
 from wsserver.engine.pipeline.engine import PipelineConfig, PipelineEngine, PipelineGeneration
@@ -24,15 +25,6 @@ from wsserver.engine.simulated import SimulatedEngine, SimulatedEngineConfig
 
 RATE = 16000
 QUESTION = "Turn on the kitchen light, please."
-WEATHER_TOOL = {
-    "name": "get_weather",
-    "description": "current weather of a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
 
 
 @dataclass
