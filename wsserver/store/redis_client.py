@@ -264,6 +264,24 @@ class RedisClient:
         if isinstance(self.redis, RedisCluster) and self.redis._initialize:
             async with self._mapping:
                 await self.redis.initialize()  # nothing to do if one before us did it
+                self._forget_gone_nodes(self.redis)
+
+    def _forget_gone_nodes(self, cluster: RedisCluster) -> None:
+        """Drop the connection counts of nodes the new slot map leaves out (a failed
+        primary, a node replaced under a new address): over a long life of failovers
+        and rolling restarts they would pile up. Calls still holding one of them
+        release it as ever; one that comes back later gets a fresh count."""
+        if not self._slots:
+            return
+        serving = {node.name for node in cluster.get_primaries()}
+        serving.update(node.name for node in cluster.get_replicas())
+        for name in [name for name in self._slots if name not in serving]:
+            del self._slots[name]
+
+    @property
+    def counted_nodes(self) -> frozenset[str]:
+        """The nodes whose connections :meth:`call` counts (``""``: a single Redis)."""
+        return frozenset(self._slots)
 
     def _remap(self) -> None:
         """After a failure, have the cluster client read the slot map again first.

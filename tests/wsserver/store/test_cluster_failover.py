@@ -20,6 +20,7 @@ from tests.processes import WorkerProcess, eventually
 from tests.redis_cluster import LocalRedisCluster
 from tests.wsserver.wire import RawClient, text_of
 from wsserver.store.base import SessionStore, SessionStoreUnavailable, StoreLimits
+from wsserver.store.redis_client import RedisClient
 from wsserver.store.redis_layout import session_keys
 from wsserver.store.selector import open_store
 
@@ -66,6 +67,27 @@ async def _stored_seqs(store: SessionStore, session_id: str) -> list[int]:
     return [seq for seq, _payload in (await store.read_log(session_id, 0)).events]
 
 
+def _node_name(node: Any) -> str:
+    return f"127.0.0.1:{node.port}"
+
+
+async def _get(client: RedisClient, key: str) -> None:
+    """One call on the node that serves ``key``, counted against it."""
+    await client.call(lambda: client.redis.exists(key), key)
+
+
+async def _counted_after_failover(client: RedisClient, key: str) -> None:
+    """Call on ``key`` until it works: the first calls fail on the dead node, and the
+    failure has the client read the slot map again."""
+    for _ in range(100):
+        try:
+            await _get(client, key)
+            return
+        except SessionStoreUnavailable:
+            await asyncio.sleep(0.05)
+    raise AssertionError("no call on the promoted replica went through")
+
+
 async def test_primary_failover_while_sessions_stream(
     cluster: LocalRedisCluster, workers: tuple[WorkerProcess, WorkerProcess]
 ) -> None:
@@ -79,6 +101,14 @@ async def test_primary_failover_while_sessions_stream(
 
     primary = cluster.primary_of(session_keys(ids[0])[0])
     replica = cluster.replica_of(primary)
+    # A client of this process that counts connections per node: it has counted every
+    # primary before the failover, and must forget the dead one after it.
+    counting = RedisClient(
+        cluster.url, timeout=1.0, unavailable=SessionStoreUnavailable, max_connections=4
+    )
+    for sid in ids:
+        await _get(counting, session_keys(sid)[0])
+    assert _node_name(primary) in counting.counted_nodes, counting.counted_nodes
     victims = {
         i for i, sid in enumerate(ids) if cluster.primary_of(session_keys(sid)[0]) is primary
     }
@@ -101,6 +131,10 @@ async def test_primary_failover_while_sessions_stream(
 
     await eventually(lambda: replica.client().info("replication")["role"] == "master", 20)
     await asyncio.to_thread(cluster.wait_healthy)
+    await _counted_after_failover(counting, session_keys(ids[min(victims)])[0])
+    assert _node_name(replica) in counting.counted_nodes, counting.counted_nodes
+    assert _node_name(primary) not in counting.counted_nodes, counting.counted_nodes
+    await counting.close()
     # The worker streamed from memory meanwhile: every answer completed, no error.
     await asyncio.gather(*streams)
     for got in events:
