@@ -84,7 +84,7 @@ class RealtimeConnection(Connection):
     __slots__ = (
         "_audio_rest",
         "_audio_seq",
-        "_quiet_seq",
+        "_quiet_seqs",
         "_resume",
         "_resume_vetted",
         "_skip_to",
@@ -103,8 +103,9 @@ class RealtimeConnection(Connection):
         """The resume passed :meth:`vet_resume` (its replay need not be checked again)."""
         self._skip_to: EventPosition | None = None
         """Replayed events up to this one are the client's already: translated, not sent."""
-        self._quiet_seq: int | None = None
-        """The newest sent seq after which nothing was in progress (acked one response later)."""
+        self._quiet_seqs: tuple[int | None, int | None] = (None, None)
+        """The two newest sent seqs after which nothing was in progress, older first
+        (each acked two quiet points later: see :meth:`_quiet`)."""
 
     async def run(self) -> None:
         """Open or resume the session (Realtime clients send nothing first), then serve."""
@@ -362,7 +363,9 @@ class RealtimeConnection(Connection):
         self._skip_to = request.seen
         if request.seen is not None:
             dialect.written = (request.seen.seq, request.seen.index)
-        self._quiet_seq = runtime.acked_seq or None
+        # The acked point is the oldest quiet point the replay holds; those after it are
+        # known again as the replay passes them.
+        self._quiet_seqs = (None, runtime.acked_seq or None)
         return super().start_replay(history)
 
     def _next_frame(self) -> tuple[bytes, bool] | None:
@@ -420,14 +423,17 @@ class RealtimeConnection(Connection):
         return rate_limits_updated(dialect, limits)
 
     def _quiet(self, seq: int) -> None:
-        """Nothing runs after ``seq``: ack the quiet point before it natively.
+        """Nothing runs after ``seq``: ack the quiet point two before it natively.
 
-        The replay buffer then holds one response back from the last quiet point,
-        what a rebuild needs for a client that lost the end of the last answer;
-        acking only then bounds memory without betting that the client has
-        what was just written.
+        The replay buffer then holds the last two answers from the quiet point before
+        them. A client that lost the end of the last answer, or all of it, names an
+        event of the quiet point before it (its ``response.done``, or what followed):
+        a resume replays that seq again and cuts it, so it must be buffered too, and
+        the rebuild starts from the quiet point one further back. Acking only then
+        bounds memory without betting that the client has what was just written.
         """
         runtime = self.runtime
-        previous, self._quiet_seq = self._quiet_seq, seq
-        if runtime is not None and previous is not None and previous > runtime.acked_seq:
-            runtime.handle(Ack(type="ack", seq=previous))
+        older, previous = self._quiet_seqs
+        self._quiet_seqs = (previous, seq)
+        if runtime is not None and older is not None and older > runtime.acked_seq:
+            runtime.handle(Ack(type="ack", seq=older))
