@@ -213,10 +213,12 @@ def _user_text(item: rt.Item) -> str:
 
 
 def _tool_output(output: str) -> Any:
-    # A tool's output is JSON text by convention; a plain string is sent as it is.
+    # A tool's output is JSON text by convention; a plain string is sent as it is, and
+    # so is JSON the native message could not carry: its bounds count from the message,
+    # whose fields (type, id, call_id) are checked here as the message will hold them.
     try:
         value = json.loads(output)
-        check_json_data(value)
+        check_json_data({"type": "tool.result", "id": "", "call_id": "", "output": value})
     except (ValueError, NotJsonData, RecursionError):
         return output
     return value

@@ -22,6 +22,9 @@ from protocol.dialects.realtime.server_events import (
     translate_event,
 )
 from protocol.dialects.realtime.state import DialectState
+from protocol.encoding import JsonCodec
+from protocol.json_value import MAX_VALUES
+from protocol.messages import parse_client_message
 from tests.protocol.dialects.realtime.scenarios import (
     CLIENT_EVENTS,
     TEXT_TURN,
@@ -133,6 +136,31 @@ def test_function_call_output_becomes_a_tool_result_with_its_json_output() -> No
     assert natives(plain) == [
         native.ToolResult(type="tool.result", id="rt_2", call_id="call_2", output="sunny")
     ]
+
+
+@pytest.mark.parametrize(
+    ("output", "parsed"),
+    [
+        # The native message is level 1 and its output level 2: 63 levels fit, 64 not.
+        ("[" * 63 + "]" * 63, True),
+        ("[" * 64 + "]" * 64, False),
+        # The message (itself, type, id, call_id) holds four values besides the output's.
+        ("[" + ",".join(["0"] * (MAX_VALUES - 5)) + "]", True),
+        ("[" + ",".join(["0"] * (MAX_VALUES - 4)) + "]", False),
+    ],
+)
+def test_a_json_output_the_native_message_cannot_carry_goes_as_text(
+    output: str, parsed: bool
+) -> None:
+    item = {"type": "function_call_output", "call_id": "call_1", "output": output}
+    out = translate_client_event(voice_state(), {"type": "conversation.item.create", "item": item})
+    [result] = natives(out)
+    assert isinstance(result, native.ToolResult)
+    assert (result.output != output) == parsed
+    # Either way the core takes the message as the translation made it.
+    codec = JsonCodec()
+    dumped = result.model_dump(by_alias=True, exclude_none=True)
+    assert parse_client_message(codec.decode(codec.encode(dumped))) == result
 
 
 def test_audio_buffer_events() -> None:
