@@ -30,6 +30,7 @@ from protocol.dialects.realtime.session_config import native_audio
 from protocol.dialects.realtime.session_update import kept_patch, session_tools, session_update
 from protocol.dialects.realtime.state import (
     MAX_PENDING_UPDATE_CHARS,
+    MAX_PENDING_UPDATES,
     DialectState,
     PendingRequest,
     text_chars,
@@ -129,6 +130,11 @@ def _session_update(state: DialectState, event: rt.SessionUpdate, eid: str | Non
         raise DialectError(
             "too_many_pending_updates",
             "session.update events awaiting their session.updated hold too much: read them",
+        )
+    if state.pending_updates >= MAX_PENDING_UPDATES:
+        raise DialectError(
+            "too_many_pending_updates",
+            f"{MAX_PENDING_UPDATES} session.update events await their session.updated: read them",
         )
     native_id = state.send_request(PendingRequest(eid, patch=kept_patch(patch), size=size))
     state.requested = requested

@@ -25,7 +25,12 @@ counted alone, 256 of them would be 256 MiB a connection)."""
 
 MAX_PENDING_REQUESTS = 256
 """Native requests awaiting their answer that the translation remembers (the oldest
-forgotten first: a client that floods them loses only the ids of its errors)."""
+other than a ``session.update`` forgotten first: a client that floods them loses only
+the ids of its errors)."""
+
+MAX_PENDING_UPDATES = MAX_PENDING_REQUESTS // 2
+"""``session.update`` events awaiting their answer: never forgotten (each answer applies
+the oldest one's patch, in order), so a client past this many is refused more."""
 
 MAX_PENDING_UPDATE_CHARS = 8 * 1024 * 1024
 """The text (instructions, tool descriptions and schemas) of the ``session.update``
@@ -156,8 +161,11 @@ class DialectState:
         tag = self.connection_tag + "_" if self.connection_tag else ""
         native_id = f"rt_{tag}{self.requests_sent}"
         self.pending[native_id] = request
-        while len(self.pending) > MAX_PENDING_REQUESTS:
-            self.pending.popitem(last=False)
+        if len(self.pending) > MAX_PENDING_REQUESTS:
+            # Never an update: its session.updated applies the oldest patch pending, and
+            # would apply the next one's. Updates are at most half of them, so one is found.
+            oldest = next(key for key, kept in self.pending.items() if kept.patch is None)
+            del self.pending[oldest]
         return native_id
 
     def send_output(self, request: PendingRequest) -> str:
@@ -178,6 +186,11 @@ class DialectState:
             {"type": reply["type"], "event_id": self.next_connection_event_id()} | reply
             for reply in replies
         ]
+
+    @property
+    def pending_updates(self) -> int:
+        """The ``session.update`` events awaiting their answer."""
+        return sum(request.patch is not None for request in self.pending.values())
 
     @property
     def pending_update_chars(self) -> int:

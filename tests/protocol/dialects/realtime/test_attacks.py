@@ -1,5 +1,6 @@
 """Attacks on the Realtime translation, without an event loop: ids a client chooses
-that collide with the ids the dialect makes."""
+that collide with the ids the dialect makes, and floods of requests it does not read
+the answers to."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 from protocol.dialects.realtime.client_events import translate_client_event
 from protocol.dialects.realtime.server_events import translate_event
+from protocol.dialects.realtime.state import MAX_PENDING_REQUESTS, MAX_PENDING_UPDATES
 from tests.protocol.dialects.realtime.scenarios import TEXT_TURN, text_state, voice_state
 
 
@@ -48,3 +50,45 @@ def test_a_client_item_id_never_names_an_assistant_item_too() -> None:
             if out["type"] == "conversation.item.added":
                 ids.append(out["item"]["id"])
     assert len(ids) == len(set(ids)), ids
+
+
+def voice_update(voice: str) -> dict[str, Any]:
+    return {"type": "session.update", "session": {"audio": {"output": {"voice": voice}}}}
+
+
+def updated(request_id: str) -> dict[str, Any]:
+    """The core's answer to a ``session.update`` that changed nothing it holds."""
+    return {
+        "seq": 1,
+        "type": "session.updated",
+        "request_id": request_id,
+        "instructions": "",
+        "tools": [],
+        "audio": None,
+    }
+
+
+def test_a_flood_of_requests_never_forgets_a_pending_update() -> None:
+    """A client that stops reading sends an update, then more requests than are kept,
+    then another update: each session.updated still shows its own update's settings."""
+    state = text_state()
+    first = translate_client_event(state, voice_update("A")).native[0]
+    for _ in range(MAX_PENDING_REQUESTS):
+        translate_client_event(state, {"type": "response.create"})
+    second = translate_client_event(state, voice_update("B")).native[0]
+    assert len(state.pending) == MAX_PENDING_REQUESTS
+    answers = [translate_event(state, updated(str(m.id)))[0] for m in (first, second)]
+    voices = [answer["session"]["audio"]["output"]["voice"] for answer in answers]
+    assert voices == ["A", "B"]
+
+
+def test_updates_past_the_pending_bound_are_refused_until_one_is_answered() -> None:
+    state = text_state()
+    sent = [
+        translate_client_event(state, voice_update(f"v{n}")) for n in range(MAX_PENDING_UPDATES)
+    ]
+    assert all(out.native and not out.replies for out in sent)
+    [refusal] = translate_client_event(state, voice_update("late")).replies
+    assert refusal["error"]["code"] == "too_many_pending_updates"
+    translate_event(state, updated(str(sent[0].native[0].id)))
+    assert translate_client_event(state, voice_update("late")).native
