@@ -118,7 +118,8 @@ def check_replay(
     to: a client cannot have seen an event the server never sent.
 
     Any other exception is an event the translation cannot take (a damaged stored
-    entry): the replay cannot be served, past the seen event or before it.
+    entry): the replay cannot be served, past the seen event or before it. (Past a
+    seen seq that is absent nothing more is translated: that is refused already.)
     """
     if seen is None:
         for message in events:
