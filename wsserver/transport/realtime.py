@@ -105,7 +105,7 @@ class RealtimeConnection(Connection):
         """Replayed events up to this one are the client's already: translated, not sent."""
         self._quiet_seqs: tuple[int | None, int | None] = (None, None)
         """The two newest sent seqs after which nothing was in progress, older first
-        (each acked two quiet points later: see :meth:`_quiet`)."""
+        (acked natively once they are no rebuild's start: see :meth:`_quiet`)."""
 
     async def run(self) -> None:
         """Open or resume the session (Realtime clients send nothing first), then serve."""
@@ -409,6 +409,10 @@ class RealtimeConnection(Connection):
             self.keep_config()
         elif event.type == "response.done" and dialect.quiet:
             self._quiet(event.seq)
+        elif event.type == "response.created":
+            # A client that lost the answer before this one and some of this one has
+            # lost more than the last whole answer: the quiet point before them may go.
+            self._ack_quiet(self._quiet_seqs[0])
         if not out:
             return _NOTHING
         # Encoded when taken, each just before its write, as the first one is here.
@@ -426,14 +430,20 @@ class RealtimeConnection(Connection):
         """Nothing runs after ``seq``: ack the quiet point two before it natively.
 
         The replay buffer then holds the last two answers from the quiet point before
-        them. A client that lost the end of the last answer, or all of it, names an
-        event of the quiet point before it (its ``response.done``, or what followed):
-        a resume replays that seq again and cuts it, so it must be buffered too, and
-        the rebuild starts from the quiet point one further back. Acking only then
-        bounds memory without betting that the client has what was just written.
+        them, and once the next response starts (``response.created``) the last answer
+        and that one, from the quiet point before the last answer. A client that lost
+        the last answer whole names an event of the quiet point that ended the answer
+        before (its ``response.done``, or what followed): a resume replays that seq
+        again and cuts it, so it must be buffered too, and the rebuild starts from the
+        quiet point one further back. Acking only then bounds memory without betting
+        that the client has what was just written.
         """
-        runtime = self.runtime
         older, previous = self._quiet_seqs
         self._quiet_seqs = (previous, seq)
-        if runtime is not None and older is not None and older > runtime.acked_seq:
-            runtime.handle(Ack(type="ack", seq=older))
+        self._ack_quiet(older)
+
+    def _ack_quiet(self, seq: int | None) -> None:
+        """Ack the quiet point ``seq`` natively, unless it is acked already."""
+        runtime = self.runtime
+        if runtime is not None and seq is not None and seq > runtime.acked_seq:
+            runtime.handle(Ack(type="ack", seq=seq))

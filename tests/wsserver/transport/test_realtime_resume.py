@@ -342,6 +342,55 @@ async def test_a_long_session_stays_resumable_as_the_dialect_acks_natively(
     assert again[-1]["response"]["status"] == "completed"
 
 
+@pytest.fixture(scope="module")
+def answers_near_the_bound(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """A replay buffer of 64 events; answers of 22 tokens (about 25 native events each):
+    two answers fit in it, three do not."""
+    alice = new_api_key()
+    keys = tmp_path_factory.mktemp("realtime-bound") / "keys"
+    keys.write_text(key_line("alice", alice) + "\n")
+    flags = ("--replay-max-events", "64", "--answer-tokens", "22", "--decode-rate", "100")
+    worker = WorkerProcess("--api-keys-file", str(keys), *flags, name="realtime-bound").start()
+    try:
+        yield Served(worker, alice, alice)
+    finally:
+        worker.stop()
+
+
+async def test_while_an_answer_runs_the_replay_holds_only_the_last_answer_before_it(
+    answers_near_the_bound: Served,
+) -> None:
+    # Kept two answers back, the buffer would drop the quiet point a rebuild starts from
+    # while the fourth answer runs on after the drop, and the resume would be refused.
+    served = answers_near_the_bound
+    ws, created = await open_session(served, served.alice)
+    for _ in range(3):
+        await answered(ws)
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    await ws.send(json.dumps({"type": "conversation.item.create", "item": item}))
+    await ws.send(json.dumps({"type": "response.create"}))
+    # Cut past the 15th delta: by then the three answers' events would pass the bound.
+    seen: list[dict[str, Any]] = []
+    while sum(event["type"] == "response.output_text.delta" for event in seen) < 15:
+        seen.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+    ws.transport.abort()
+    async with connect(
+        served.worker.url + "/v1/realtime?model=m",
+        additional_headers={
+            "Authorization": f"Bearer {served.alice}",
+            **resume_headers(created, seen[-1]["event_id"]),
+        },
+        compression=None,
+    ) as resumed:
+        rest = [json.loads(await asyncio.wait_for(resumed.recv(), 10))]
+        while rest[-1]["type"] not in ("response.done", "error"):
+            rest.append(json.loads(await asyncio.wait_for(resumed.recv(), 10)))
+    assert [e for e in rest if e["type"] == "error"] == [], rest
+    assert rest[-1]["response"]["status"] == "completed"
+    ids = session_events(seen) + session_events(rest)
+    assert len(ids) == len(set(ids)), "an event was received twice"
+
+
 def test_the_resume_example_survives_a_dropped_connection(
     served: Served, uncut: dict[str, Any]
 ) -> None:
