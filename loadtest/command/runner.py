@@ -116,13 +116,26 @@ async def drive(
         tasks.append(asyncio.create_task(behaviors.drop_all(sessions, ctx, at)))
     bound = settings.duration + settings.drain
     cut = not await _watch(tasks, rec, bound, label, settings.progress, rss)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await _stop(tasks)
     counts: dict[str, int] = {}
     for role in roles:
         counts[role] = counts.get(role, 0) + 1
     return Outcome(rec, cut, time.monotonic() - began, counts)
+
+
+async def _stop(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel the tasks, again until each has ended.
+
+    On Python 3.11 ``asyncio.wait_for`` swallows a cancel that comes just as what it
+    awaits completes (a frame received at that moment): the session would go on to
+    its answer's end, a hundred seconds after the bound in a slow scenario.
+    """
+    pending = set(tasks)
+    while pending:
+        for task in pending:
+            task.cancel()
+        _, pending = await asyncio.wait(pending, timeout=0.5)
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _watch(
