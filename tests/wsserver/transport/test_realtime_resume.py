@@ -268,6 +268,26 @@ def session_events(events: list[dict[str, Any]]) -> list[str]:
     return [event["event_id"] for event in events if SESSION_EVENT_ID.fullmatch(event["event_id"])]
 
 
+async def resumed_to_done(
+    served: Served, created: dict[str, Any], last: str
+) -> list[dict[str, Any]]:
+    """Resume after the event ``last``; what comes up to a ``response.done`` or ``error``
+    (the connection is then dropped, and the session stays resumable)."""
+    async with connect(
+        served.worker.url + "/v1/realtime?model=m",
+        additional_headers={
+            "Authorization": f"Bearer {served.alice}",
+            **resume_headers(created, last),
+        },
+        compression=None,
+    ) as resumed:
+        events = [json.loads(await asyncio.wait_for(resumed.recv(), 10))]
+        while events[-1]["type"] not in ("response.done", "error"):
+            events.append(json.loads(await asyncio.wait_for(resumed.recv(), 10)))
+        resumed.transport.abort()
+    return events
+
+
 async def test_a_client_that_missed_the_whole_last_answer_gets_it_on_resume(
     served: Served,
 ) -> None:
@@ -280,21 +300,10 @@ async def test_a_client_that_missed_the_whole_last_answer_gets_it_on_resume(
     missed = await answered(ws)
     ws.transport.abort()
     for last in (first[-1]["event_id"], limits["event_id"]):
-        async with connect(
-            served.worker.url + "/v1/realtime?model=m",
-            additional_headers={
-                "Authorization": f"Bearer {served.alice}",
-                **resume_headers(created, last),
-            },
-            compression=None,
-        ) as resumed:
-            replayed = [json.loads(await asyncio.wait_for(resumed.recv(), 10))]
-            while replayed[-1]["type"] not in ("response.done", "error"):
-                replayed.append(json.loads(await asyncio.wait_for(resumed.recv(), 10)))
-            assert [e for e in replayed if e["type"] == "error"] == [], (last, replayed)
-            # Every session event of the missed answer, once, in order; nothing before it.
-            assert session_events(replayed) == session_events(missed), last
-            resumed.transport.abort()
+        replayed = await resumed_to_done(served, created, last)
+        assert [e for e in replayed if e["type"] == "error"] == [], (last, replayed)
+        # Every session event of the missed answer, once, in order; nothing before it.
+        assert session_events(replayed) == session_events(missed), last
 
 
 @pytest.fixture(scope="module")
@@ -374,17 +383,7 @@ async def test_while_an_answer_runs_the_replay_holds_only_the_last_answer_before
     while sum(event["type"] == "response.output_text.delta" for event in seen) < 15:
         seen.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
     ws.transport.abort()
-    async with connect(
-        served.worker.url + "/v1/realtime?model=m",
-        additional_headers={
-            "Authorization": f"Bearer {served.alice}",
-            **resume_headers(created, seen[-1]["event_id"]),
-        },
-        compression=None,
-    ) as resumed:
-        rest = [json.loads(await asyncio.wait_for(resumed.recv(), 10))]
-        while rest[-1]["type"] not in ("response.done", "error"):
-            rest.append(json.loads(await asyncio.wait_for(resumed.recv(), 10)))
+    rest = await resumed_to_done(served, created, seen[-1]["event_id"])
     assert [e for e in rest if e["type"] == "error"] == [], rest
     assert rest[-1]["response"]["status"] == "completed"
     ids = session_events(seen) + session_events(rest)
