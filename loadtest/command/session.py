@@ -164,7 +164,9 @@ class Session:
     async def recv(self, timeout_s: float) -> dict[str, Any]:
         """The next event (an audio frame as ``response.audio.delta`` with ``bytes``)."""
         assert self.ws is not None
-        frame = await asyncio.wait_for(self.ws.recv(), timeout_s)
+        # Not wait_for: on Python 3.11 it swallows a cancel that comes with a frame.
+        async with asyncio.timeout(timeout_s):
+            frame = await self.ws.recv()
         self.rec.events += 1
         try:
             event = _event_of(frame)

@@ -33,7 +33,10 @@ class EventStream:
 
     async def next_event(self, timeout: float | None = None) -> dict[str, Any]:
         """The next event; raises :class:`SessionClosed` when the session ended."""
-        item = await asyncio.wait_for(self._queue.get(), timeout)
+        # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel that
+        # comes as the event does, and the caller's task would read on.
+        async with asyncio.timeout(timeout):
+            item = await self._queue.get()
         if item is _END:
             # Left for the next reader: every read after the end raises.
             self._queue.put_nowait(_END)

@@ -112,7 +112,9 @@ class QueueSink:
         """Chunks until the generation finishes (or ``timeout`` passes without output)."""
         while True:
             try:
-                item = await asyncio.wait_for(self._queue.get(), timeout)
+                # Not wait_for: on Python 3.11 it swallows a cancel that comes with a chunk.
+                async with asyncio.timeout(timeout):
+                    item = await self._queue.get()
             except TimeoutError:
                 return
             if isinstance(item, FinishReason):

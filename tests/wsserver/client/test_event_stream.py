@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from wsserver.client.errors import SessionClosed
@@ -66,3 +68,17 @@ async def test_after_the_end_every_reader_gets_the_closed_error() -> None:
     for _ in range(2):
         with pytest.raises(SessionClosed, match="made when read"):
             await stream.next_event(1)
+
+
+async def test_a_cancel_that_comes_with_an_event_is_not_swallowed() -> None:
+    """The event arrives and the reader is cancelled in the same loop turn: the reader
+    is cancelled (the event stays for the next one), as a task that is told to stop
+    must stop (asyncio.wait_for on Python 3.11 returned the event instead)."""
+    stream = EventStream(lambda: SessionClosed("ended"))
+    reader = asyncio.create_task(stream.next_event(timeout=30))
+    await asyncio.sleep(0)
+    stream.put({"type": "response.text.delta"})
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
+    assert await stream.next_event(timeout=1) == {"type": "response.text.delta"}
