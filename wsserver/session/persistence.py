@@ -126,6 +126,7 @@ class SessionJournal:
             stream_snapshot(self.session).to_dict(),
             usage=list(self.usage),
             remove=self.remove,
+            acked_seq=self.session.replay.acked_seq,
         )
         if version != self.conversation_version:
             batch.conversation = conversation_snapshot(self.session).to_dict()

@@ -255,6 +255,11 @@ class AppendBatch:
     it: one entry per response), kept if the session is gone (the ledger outlives it)."""
     remove: bool = False
     """The session ended: after this batch, delete it (the usage ledger stays)."""
+    acked_seq: int = 0
+    """The client has every event up to this seq (the replay buffer forgot them): the
+    stored log drops them too, so a takeover restores the acked point with the log, as
+    the buffer has it. (The Realtime dialect acks only quiet points, which its rebuild
+    starts from; a log trimmed by its bounds alone could start inside an answer.)"""
 
 
 @dataclass(slots=True)

@@ -121,7 +121,7 @@ class MemorySessionStore:
                     entry.log.append((seq, payload))
                     entry.log_bytes += len(payload)
                     last = seq
-            self._trim(entry)
+            self._trim(entry, batch.acked_seq)
             record = entry.record
             record.stream = batch.stream
             if batch.conversation is not None:
@@ -136,8 +136,10 @@ class MemorySessionStore:
                 del self._entries[batch.session_id]
         return result
 
-    def _trim(self, entry: _Entry) -> None:
+    def _trim(self, entry: _Entry, acked_seq: int) -> None:
         limits = self.limits
+        while entry.log and entry.log[0][0] <= acked_seq:
+            entry.log_bytes -= len(entry.log.popleft()[1])
         while entry.log and (
             len(entry.log) > limits.log_max_events or entry.log_bytes > limits.log_max_bytes
         ):

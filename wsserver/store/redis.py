@@ -206,6 +206,7 @@ class RedisSessionStore:
                         args.append(seq)
                         args.append(payload)
                     args += [usage_ttl, len(batch.usage), *(e.to_json() for e in batch.usage)]
+                    args.append(batch.acked_seq)
                     sid = batch.session_id
                     keys = [*session_keys(sid), usage_key(sid), ended_key(sid)]
                     await self.client.queue_script(pipe, self._append, keys, args)

@@ -12,7 +12,7 @@ from __future__ import annotations
 # ARGV: epoch, owner, meta_ttl_ms, log_ttl_ms, lease_ttl_ms, max_events, max_bytes,
 #       stream_json, conversation_json ('' = unchanged), partial_reset ('0'|'1'),
 #       partial_append, partial_offset (-1 = unknown: append), n, then n pairs (seq, payload),
-#       then usage_ttl_ms, m, then m usage entries (JSON)
+#       then usage_ttl_ms, m, then m usage entries (JSON), then acked_seq (0: none)
 # Returns 1, or -1 for a stale epoch, -2 for a session that is gone.
 # The usage goes to the ledger with the events, in the same step; a gone session's is
 # kept (the ledger outlives the session). A stale owner's entry is kept only for a
@@ -80,6 +80,24 @@ for i = 0, n - 1 do
   local ok = redis.pcall('XADD', KEYS[2], seq .. '-0', 'p', payload)
   if type(ok) ~= 'table' or not ok['err'] then
     added = added + #payload
+  end
+end
+-- The client has the events up to acked_seq: they go, as from the replay buffer.
+local acked = tonumber(ARGV[u + 2 + m]) or 0
+if acked > 0 then
+  local gone = redis.call('XRANGE', KEYS[2], '-', acked .. '-0')
+  if #gone > 0 then
+    local ids = {}
+    for i, entry in ipairs(gone) do
+      ids[i] = entry[1]
+      local fields = entry[2]
+      for f = 1, #fields - 1, 2 do
+        if fields[f] == 'p' then added = added - #fields[f + 1] end
+      end
+    end
+    for first = 1, #ids, 1000 do
+      redis.call('XDEL', KEYS[2], unpack(ids, first, math.min(first + 999, #ids)))
+    end
   end
 end
 local bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', added)

@@ -130,6 +130,33 @@ async def test_log_capped_by_count_and_bytes(store: SessionStore) -> None:
     assert [seq for seq, _ in log.events] == [10, 11]
 
 
+async def test_acked_events_leave_the_log_and_free_its_bytes(store: SessionStore) -> None:
+    """What the client acked goes from the stored log as from the replay buffer, so a
+    takeover starts where the buffer does (a Realtime rebuild needs that quiet point)."""
+    await store.create(_record())
+    await store.append([_batch("s1", 1, range(1, 4), size=300)])
+    acked = _batch("s1", 1, range(4, 5), size=300)
+    acked.acked_seq = 2
+    await store.append([acked])
+    log = await store.read_log("s1", 0)
+    assert ([seq for seq, _ in log.events], log.first_seq) == ([3, 4], 3)
+    # Only the acked ones' bytes were freed: two more of 300 fit in the 1000, a third not.
+    await store.append([_batch("s1", 1, range(5, 6), size=300)])
+    assert [seq for seq, _ in (await store.read_log("s1", 0)).events] == [3, 4, 5]
+    await store.append([_batch("s1", 1, range(6, 7), size=300)])
+    assert [seq for seq, _ in (await store.read_log("s1", 0)).events] == [4, 5, 6]
+    # An ack with no new event, or behind the log, changes nothing else.
+    quiet = _batch("s1", 1, range(0), size=300)
+    quiet.stream = {"last_seq": 6, "active": None}
+    quiet.acked_seq = 5
+    await store.append([quiet])
+    log = await store.read_log("s1", 0)
+    assert ([seq for seq, _ in log.events], log.first_seq) == ([6], 6)
+    quiet.acked_seq = 1
+    await store.append([quiet])
+    assert [seq for seq, _ in (await store.read_log("s1", 0)).events] == [6]
+
+
 async def test_claim_bumps_the_epoch_and_fences_the_old_owner(store: SessionStore) -> None:
     await store.create(_record())
     claimed = await store.claim("s1", "worker-b")

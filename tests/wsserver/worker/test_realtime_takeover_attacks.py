@@ -8,6 +8,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import msgpack
@@ -44,13 +45,22 @@ class Pair:
 def pair(redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     """Answers of 60 tokens at 60 a second; replay buffer and stored log of 32 events."""
     redis_server.flush()
+    flags = ("--answer-tokens", "60", "--decode-rate", "60", "--replay-max-events", "32")
+    with started_pair(redis_server, tmp_path_factory, "rt-takeover", *flags) as pair:
+        yield pair
+
+
+@contextmanager
+def started_pair(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory, name: str, *flags: str
+) -> Iterator[Pair]:
+    """Two workers with ``flags`` on the Redis store; neither may log a traceback."""
     key = new_api_key()
-    keys = tmp_path_factory.mktemp("realtime-takeover") / "keys"
+    keys = tmp_path_factory.mktemp(name) / "keys"
     keys.write_text(key_line("alice", key) + "\n")
-    flags = ("--store", redis_server.url, "--api-keys-file", str(keys), "--store-flush-ms", "5")
-    flags += ("--answer-tokens", "60", "--decode-rate", "60", "--replay-max-events", "32")
-    a = WorkerProcess(*flags, name="rt-takeover-a").start()
-    b = WorkerProcess(*flags, name="rt-takeover-b").start()
+    common = ("--store", redis_server.url, "--api-keys-file", str(keys), "--store-flush-ms", "5")
+    a = WorkerProcess(*common, *flags, name=f"{name}-a").start()
+    b = WorkerProcess(*common, *flags, name=f"{name}-b").start()
     try:
         yield Pair(a, b, key, redis_server.url)
     finally:
@@ -191,3 +201,58 @@ async def test_a_stored_settings_event_whose_tools_are_no_tools_resumes_without_
         event = await receive(moved)
     assert event["response"]["status"] == "completed"
     await moved.close()
+
+
+@pytest.fixture(scope="module")
+def long_session_pair(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Pair]:
+    """Answers of 8 tokens (about 11 events each); replay buffer and stored log of 64."""
+    flags = ("--answer-tokens", "8", "--decode-rate", "400", "--replay-max-events", "64")
+    flags += ("--message-burst-per-principal", "5000")
+    with started_pair(redis_server, tmp_path_factory, "rt-long", *flags) as pair:
+        yield pair
+
+
+@pytest.mark.parametrize("lost", ["the last answer", "nothing"])
+async def test_a_long_session_resumes_on_another_worker(long_session_pair: Pair, lost: str) -> None:
+    """Twelve answers are far more than the stored log holds: the new owner's rebuild
+    starts from the quiet point the old owner acked, which the stored log keeps as its
+    start (trimmed by the bounds alone, it would start inside an answer: refused)."""
+    pair = long_session_pair
+    ws = await pair.connect(pair.a)
+    created = await receive(ws)
+    await receive(ws)
+    answers: list[list[dict[str, Any]]] = []
+    for _ in range(12):
+        await ask(ws)
+        events = [await receive(ws)]
+        while events[-1]["type"] != "response.done":
+            events.append(await receive(ws))
+        answers.append(events)
+    ws.transport.abort()
+    session_id = created["resume"]["session_id"]
+    await stored(pair, session_id, int(answers[-1][-1]["event_id"].split("_")[1]))
+    last = (answers[-2] if lost == "the last answer" else answers[-1])[-1]["event_id"]
+    resume = {
+        "X-Wsserver-Session": session_id,
+        "X-Wsserver-Resume-Token": created["resume"]["resume_token"],
+        "X-Wsserver-Last-Event-Id": last,
+    }
+    moved = await pair.connect(pair.b, **resume)
+    ready: list[dict[str, Any]] = []  # a client that missed nothing is sent nothing first
+    while lost == "the last answer" and (
+        not ready or ready[-1]["type"] not in ("response.done", "error")
+    ):
+        ready.append(await receive(moved))
+    await ask(moved)  # and the session goes on there
+    after = [await receive(moved)]
+    while after[-1]["type"] not in ("response.done", "error"):
+        after.append(await receive(moved))
+    await moved.close()
+    replayed = [e for e in ready if e["type"] != "rate_limits.updated"]
+    assert [e for e in replayed + after if e["type"] == "error"] == [], replayed + after
+    session_ids = [e["event_id"] for e in answers[-1] if e["event_id"].count("_") == 2]
+    if lost == "the last answer":
+        assert [e["event_id"] for e in replayed if e["event_id"].count("_") == 2] == session_ids
+    assert after[-1]["response"]["status"] == "completed"
