@@ -106,6 +106,7 @@ def _session_updated(state: DialectState, message: dict[str, Any]) -> list[Realt
         # Manual turns: the core detects no more speech, so none is in progress (a
         # speech it had started would never end, and no point would be quiet again).
         state.pending_user_item = None
+        state.speaking = state.speech_cleared = False
     return [{"type": "session.updated", "session": session_object(state.config)}]
 
 
@@ -232,6 +233,7 @@ def user_item_id(message: dict[str, Any]) -> str:
 
 def _speech_started(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     state.pending_user_item = user_item_id(message)
+    state.speaking, state.speech_cleared = True, False
     return [
         {
             "type": "input_audio_buffer.speech_started",
@@ -242,13 +244,17 @@ def _speech_started(state: DialectState, message: dict[str, Any]) -> list[Realti
 
 
 def _speech_stopped(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
-    if state.pending_user_item is None:
+    if state.pending_user_item is None and not state.speech_cleared:
         state.pending_user_item = user_item_id(message)
+    # After a clear the item named is none to come: nothing awaits a commit, and the
+    # stream can be quiet again (else no quiet point would come, nor any native ack).
+    item_id = state.pending_user_item or user_item_id(message)
+    state.speaking = state.speech_cleared = False
     return [
         {
             "type": "input_audio_buffer.speech_stopped",
             "audio_end_ms": _ms(message.get("audio_end_ms")),
-            "item_id": state.pending_user_item,
+            "item_id": item_id,
         }
     ]
 
@@ -277,6 +283,7 @@ def _discarded(state: DialectState, message: dict[str, Any]) -> list[RealtimeEve
 
 def _cleared(state: DialectState, message: dict[str, Any]) -> list[RealtimeEvent]:
     state.pending_user_item = None
+    state.speech_cleared = state.speaking
     return [{"type": "input_audio_buffer.cleared"}]
 
 

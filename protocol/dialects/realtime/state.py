@@ -132,6 +132,11 @@ class DialectState:
     user_items: int = 0
     pending_user_item: str | None = None
     """The user item the speech in progress will become (named at speech_started)."""
+    speaking: bool = False
+    """Speech started and has not stopped."""
+    speech_cleared: bool = False
+    """The input audio was cleared while the client spoke: that speech's stop names no
+    item (no turn is committed from it)."""
     transcript_item: str | None = None
     transcript_text: str = ""
     transcript_answered: bool = False
@@ -220,6 +225,7 @@ class DialectState:
         return (
             not self.responses
             and self.pending_user_item is None
+            and not self.speaking
             and (self.transcript_item is None or self.transcript_answered)
         )
 

@@ -92,3 +92,25 @@ def test_updates_past_the_pending_bound_are_refused_until_one_is_answered() -> N
     assert refusal["error"]["code"] == "too_many_pending_updates"
     translate_event(state, updated(str(sent[0].native[0].id)))
     assert translate_client_event(state, voice_update("late")).native
+
+
+def test_speech_cleared_before_it_stops_leaves_the_stream_able_to_be_quiet() -> None:
+    """input_audio_buffer.clear while the client speaks: the speech's stop awaits no
+    commit, so the next answer's end is a quiet point again (else the dialect would
+    ack nothing natively for the rest of the session, and no resume could be served)."""
+    for cleared_at in (2, 3):  # while speaking, or after the stop (awaiting the commit)
+        state = voice_state()
+        voice = [
+            {"type": "input_audio.speech_started", "audio_start_ms": 200},
+            {"type": "input_audio.speech_stopped", "audio_end_ms": 600, "speech_ms": 400},
+        ]
+        voice.insert(cleared_at - 1, {"type": "input_audio.cleared"})
+        for seq, message in enumerate(voice, start=1):
+            out = translate_event(state, {"seq": seq, **message})
+        stopped = [e for e in out if e["type"] == "input_audio_buffer.speech_stopped"]
+        assert all(e["item_id"].startswith("item_user_") for e in stopped)
+        assert state.quiet, cleared_at
+        turn = [{**event, "seq": event["seq"] + 3} for event in TEXT_TURN]
+        for message in turn:
+            translate_event(state, message)
+        assert state.quiet, cleared_at
