@@ -82,6 +82,12 @@ for i = 0, n - 1 do
     added = added + #payload
   end
 end
+-- The bytes an entry counts in log_bytes: an entry of this script's shape, its payload;
+-- any other (written by hand, another version) was never counted.
+local function counted(fields)
+  if #fields == 2 and fields[1] == 'p' then return #fields[2] end
+  return 0
+end
 -- The client has the events up to acked_seq: they go, as from the replay buffer.
 local acked = tonumber(ARGV[u + 2 + m]) or 0
 if acked > 0 then
@@ -90,17 +96,23 @@ if acked > 0 then
     local ids = {}
     for i, entry in ipairs(gone) do
       ids[i] = entry[1]
-      local fields = entry[2]
-      for f = 1, #fields - 1, 2 do
-        if fields[f] == 'p' then added = added - #fields[f + 1] end
-      end
+      added = added - counted(entry[2])
     end
     for first = 1, #ids, 1000 do
       redis.call('XDEL', KEYS[2], unpack(ids, first, math.min(first + 999, #ids)))
     end
   end
 end
-local bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', added)
+local function add_bytes(delta)
+  local total = redis.call('HINCRBY', KEYS[1], 'log_bytes', delta)
+  if total < 0 then
+    -- Counted low before (a hand-written entry of this shape): never below nothing.
+    redis.call('HSET', KEYS[1], 'log_bytes', 0)
+    total = 0
+  end
+  return total
+end
+local bytes = add_bytes(added)
 local max_events = tonumber(ARGV[6])
 local max_bytes = tonumber(ARGV[7])
 while true do
@@ -108,7 +120,7 @@ while true do
   if len == 0 or (len <= max_events and bytes <= max_bytes) then break end
   local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
   redis.call('XDEL', KEYS[2], oldest[1])
-  bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', -#oldest[2][2])
+  bytes = add_bytes(-counted(oldest[2]))
 end
 redis.call('HSET', KEYS[1], 'stream', ARGV[8], 'owner', ARGV[2])
 if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'conversation', ARGV[9]) end

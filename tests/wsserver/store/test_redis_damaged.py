@@ -301,3 +301,22 @@ async def test_a_damaged_key_leaves_the_cluster_clients_slot_map_alone(
         assert await _slot_map_reads(store) == before
     finally:
         await store.close()
+
+
+async def test_a_foreign_log_entry_never_takes_the_byte_count_below_zero(
+    store: RedisSessionStore, raw: Any
+) -> None:
+    """An entry the store never counted (written by hand, or by another version) that an
+    ack or the bounds trim away: the log's byte count stays at zero or more, so the byte
+    bound still holds the log."""
+    await store.create(_record("s1"))
+    meta, log, *_ = session_keys("s1")
+    await raw.xadd(log, {"q": "zz", "p": b"x" * 500}, id="1-0")
+    await raw.xadd(log, {"other": b"y" * 500}, id="2-0")
+    batch = _batch("s1", range(3, 5))
+    batch.acked_seq = 2
+    assert not (await store.append([batch])).refused
+    assert int(await raw.hget(meta, "log_bytes")) == sum(
+        len(payload) for _, payload in batch.events
+    )
+    assert [seq for seq, _ in (await store.read_log("s1", 0)).events] == [3, 4]
