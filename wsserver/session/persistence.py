@@ -73,6 +73,9 @@ class SessionJournal:
     """The session ended: the next batch deletes it from the store."""
     final: bool = False
     """The local runtime is going away: a non-shared store needs the snapshot now."""
+    acked_written: int = 0
+    """The acked seq the store last trimmed its log to: a write sends a newer one only
+    (the trim is a read of the log in the write's script)."""
 
     def settle(
         self,
@@ -126,8 +129,10 @@ class SessionJournal:
             stream_snapshot(self.session).to_dict(),
             usage=list(self.usage),
             remove=self.remove,
-            acked_seq=self.session.replay.acked_seq,
         )
+        acked = self.session.replay.acked_seq
+        if acked > self.acked_written and self.log_events:
+            batch.acked_seq = acked
         if version != self.conversation_version:
             batch.conversation = conversation_snapshot(self.session).to_dict()
             batch.stream = stream_snapshot(self.session).to_dict()
@@ -147,6 +152,7 @@ class SessionJournal:
             self.remove = False
         if batch.conversation is not None:
             self.conversation_version = int(batch.conversation["version"])
+        self.acked_written = max(self.acked_written, batch.acked_seq)
 
 
 def _partial_text(events: Iterable[Event]) -> tuple[bool, str]:
